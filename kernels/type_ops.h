@@ -1,0 +1,42 @@
+// The per-(type, ISA) kernel table: how to dequantize, quantize and take dot products of
+// one ggml number format. Weights are multiplied with activations that were first converted
+// to the type's vec_dot_type, exactly as llama.cpp does (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for
+// Q4_1/Q5_1, Q8_K for the K-quants, F16/BF16/F32 for the float types), so results agree
+// with it to float rounding.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/base/ggml_type.h"
+#include "kernels/isa.h"
+
+namespace baton::kernels {
+
+// Dequantizes n elements (a multiple of the block size) to f32.
+using ToFloatFn = void (*)(const void* src, float* dst, int64_t n);
+// Quantizes n elements (a multiple of the block size) from f32.
+using FromFloatFn = void (*)(const float* src, void* dst, int64_t n);
+// out[t * out_stride + r] = dot(w row r, a row t) for r < n_rows, t < n_tok; each row has k
+// elements (a multiple of the block size). w rows are w_stride bytes apart, a rows (already in
+// vec_dot_type) a_stride bytes apart. Contract: every output element is bitwise identical to
+// what the call with n_rows = 1, n_tok = 1 gives for it (batch invariance).
+using GemmFn = void (*)(int64_t k, const void* w, size_t w_stride, int64_t n_rows,
+                        const void* a, size_t a_stride, int64_t n_tok,
+                        float* out, size_t out_stride);
+
+struct TypeOps {
+  GgmlType type = GgmlType::kF32;
+  GgmlType vec_dot_type = GgmlType::kF32;
+  ToFloatFn to_float = nullptr;
+  FromFloatFn from_float = nullptr;   // nullptr when this build has no quantizer for the type
+  GemmFn gemm = nullptr;              // nullptr for pure activation types (Q8_K, Q8_1)
+};
+
+// The ops for `type` with the given ISA variant (falls back to a lower ISA where a variant is
+// missing); nullptr when the type has no kernels in this build.
+const TypeOps* find_type_ops(GgmlType type, Isa isa);
+// For active_isa(). Throws baton::UnsupportedError("unsupported type X for tensor Y") when absent.
+const TypeOps& require_type_ops(GgmlType type, std::string_view tensor_name);
+
+}  // namespace baton::kernels

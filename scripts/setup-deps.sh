@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Baton builds and tests with. Idempotent: runs
+# `apt-get update` only when a package is missing, and does nothing when all are there.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libasio-dev libdnnl-dev libflatbuffers-dev flatbuffers-compiler libfmt-dev catch2 libyaml-cpp-dev
+  libpcre2-dev libssl-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libcpp-httplib-dev
+  clang libclang-rt-14-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup-deps: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "${missing[@]}"
+fi

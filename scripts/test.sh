@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, builds Release and an ASan+UBSan build,
+# runs every test in the first, the gguf/net/engine tests in the second, and the kernel and
+# engine tests once more with the scalar kernels forced.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+scripts/setup-deps.sh
+jobs=${BATON_JOBS:-$(nproc)}
+shared=${BATON_SHARED:-$root/../shared}
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBATON_SHARED_DIR="$shared"
+cmake --build build -j "$jobs"
+(cd build && ctest --output-on-failure -j "$jobs" --timeout 600)
+
+(cd build && BATON_ISA=scalar ctest --output-on-failure -j "$jobs" -L 'kernels|engine' --timeout 600)
+
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_SANITIZE=ON \
+  -DBATON_SHARED_DIR="$shared"
+asan_targets=$(cd build-asan && ninja -t targets all | sed -n 's/^\(test_\(base\|gguf\|net\|engine\|tokenizer\)\):.*/\1/p' | sort -u)
+cmake --build build-asan -j "$jobs" --target $asan_targets
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+   ctest --output-on-failure -j "$jobs" -L 'base|gguf|net|engine|tokenizer' --timeout 900)
+echo "all test stages passed"
