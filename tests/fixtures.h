@@ -11,7 +11,7 @@ namespace baton::test {
 const std::string& shared_dir();
 // shared_dir() + "/" + relative; throws naming the path if the file does not exist.
 std::string shared_path(const std::string& relative);
-// The build directory (to find the tools the tests run as real processes).
+// The build directory; executables are in binary_dir() + "/bin".
 std::string binary_dir();
 // A fresh empty directory under the system temp dir, removed at exit.
 std::string temp_dir();
