@@ -57,6 +57,10 @@ class GgufFile {
 
   // Zero-copy view into the mapping; valid while the GgufFile lives.
   std::span<const uint8_t> tensor_data(const TensorInfo& t) const;
+  // Absolute byte offset of the tensor's data in its part's file (data section start + offset).
+  uint64_t tensor_file_offset(const TensorInfo& t) const;
+  // Size in bytes of one part's file.
+  uint64_t part_file_bytes(uint32_t part) const;
   // Asks the kernel to read these tensors' pages ahead (madvise WILLNEED); touches nothing else.
   void prefetch(const TensorInfo& t) const;
   // Tells the kernel the pages may be dropped (madvise DONTNEED); used when a range is released.
