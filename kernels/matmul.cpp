@@ -1,0 +1,199 @@
+#include "kernels/matmul.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "engine/base/error.h"
+
+namespace baton::kernels {
+namespace {
+
+// Token tile of one gemm call in batched matmuls: large enough for the kernels to reuse each
+// weight block across tokens, small enough that the tile's activations stay in L2.
+constexpr int64_t kTokenTile = 32;
+// Below this many activation elements the caller converts them alone: waking the pool costs more.
+constexpr int64_t kParallelConvertMin = 1 << 15;
+// Output rows per chunk are a multiple of this (kernels process rows in small groups).
+constexpr int64_t kRowGranule = 16;
+// Aim for this many chunks per thread so the atomic chunk counter balances uneven threads.
+constexpr int64_t kChunksPerThread = 8;
+
+size_t dense_row_bytes(GgmlType type, int64_t k, std::string_view name) {
+  const GgmlTypeInfo& info = require_ggml_type(type);
+  if (k <= 0 || k % info.block_size != 0)
+    fail<FormatError>("tensor {}: row length {} is not a positive multiple of the {} block size {}", name, k,
+                      info.name, info.block_size);
+  return static_cast<size_t>(k / info.block_size) * info.block_bytes;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+WeightView WeightView::dense(GgmlType type, const void* data, int64_t n_rows, int64_t k, std::string_view name) {
+  return WeightView{type, data, n_rows, k, dense_row_bytes(type, k, name), name};
+}
+
+MatmulKernels require_matmul_kernels(GgmlType type, Isa isa, std::string_view tensor_name) {
+  MatmulKernels kernels;
+  kernels.weight = find_type_ops(type, isa);
+  if (!kernels.weight || !kernels.weight->gemm)
+    fail<UnsupportedError>("unsupported type {} for tensor {}: this build has no matmul kernel for it",
+                           ggml_type_name(type), tensor_name);
+  kernels.activation = find_type_ops(kernels.weight->vec_dot_type, isa);
+  if (kernels.weight->vec_dot_type != GgmlType::kF32 && (!kernels.activation || !kernels.activation->from_float))
+    fail<UnsupportedError>("unsupported type {} for tensor {}: no quantizer for its activation type {}",
+                           ggml_type_name(type), tensor_name, ggml_type_name(kernels.weight->vec_dot_type));
+  return kernels;
+}
+
+void* MatmulDriver::act_scratch(GgmlType type, size_t bytes) {
+  for (auto& b : act_buffers_) {
+    if (b.type == type) {
+      b.data.resize(bytes);
+      return b.data.data();
+    }
+  }
+  act_buffers_.push_back(ActBuffer{type, AlignedBuffer(bytes)});
+  return act_buffers_.back().data.data();
+}
+
+void MatmulDriver::matmul(const WeightView& w, const float* act, int64_t n_tok, float* out) {
+  const MatmulTarget target{w, out, static_cast<size_t>(w.n_rows), nullptr};
+  matmul(std::span<const MatmulTarget>(&target, 1), act, static_cast<size_t>(w.k), n_tok);
+}
+
+void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* act, size_t act_stride,
+                          int64_t n_tok) {
+  if (targets.empty() || n_tok <= 0) return;
+  const int64_t k = targets[0].w.k;
+  if (act_stride < static_cast<size_t>(k))
+    fail("matmul {}: activation row stride {} is shorter than k = {}", targets[0].w.name, act_stride, k);
+
+  // Validate every target and resolve its kernels (cheap: a few comparisons and a switch).
+  resolved_.resize(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const MatmulTarget& t = targets[i];
+    if (t.w.k != k)
+      fail("fused matmul: tensor {} has k = {} but tensor {} has k = {}", t.w.name, t.w.k, targets[0].w.name, k);
+    const size_t need = dense_row_bytes(t.w.type, k, t.w.name);
+    if (t.w.row_bytes < need)
+      fail("tensor {}: row stride {} bytes is shorter than one {} row of {} elements ({} bytes)", t.w.name,
+           t.w.row_bytes, ggml_type_name(t.w.type), k, need);
+    if (t.w.n_rows < 0 || (t.w.n_rows > 0 && (!t.w.data || !t.out)))
+      fail("matmul {}: null weight or output pointer", t.w.name);
+    if (t.out_stride < static_cast<size_t>(t.w.n_rows))
+      fail("matmul {}: output row stride {} is shorter than n_rows = {}", t.w.name, t.out_stride, t.w.n_rows);
+    resolved_[i] = t.kernels ? *t.kernels : require_matmul_kernels(t.w.type, active_isa(), t.w.name);
+    if (!resolved_[i].weight || !resolved_[i].weight->gemm)
+      fail<UnsupportedError>("matmul {}: no gemm kernel for type {}", t.w.name, ggml_type_name(t.w.type));
+    dense_row_bytes(resolved_[i].weight->vec_dot_type, k, t.w.name);  // k fits the activation blocks too
+  }
+
+  // Convert the activations once per distinct vec_dot_type (F32 is used as it is).
+  struct Conversion {
+    FromFloatFn from_float;
+    void* dst;
+    size_t row_bytes;
+  };
+  Conversion conv[4];
+  int n_conv = 0;
+  converted_.assign(targets.size(), nullptr);
+  converted_stride_.assign(targets.size(), 0);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const GgmlType vdt = resolved_[i].weight->vec_dot_type;
+    if (vdt == GgmlType::kF32) {
+      converted_[i] = act;
+      converted_stride_[i] = act_stride * sizeof(float);
+      continue;
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (resolved_[j].weight->vec_dot_type == vdt) {
+        converted_[i] = converted_[j];
+        converted_stride_[i] = converted_stride_[j];
+        break;
+      }
+    }
+    if (converted_[i]) continue;
+    if (!resolved_[i].activation || !resolved_[i].activation->from_float)
+      fail<UnsupportedError>("matmul {}: no quantizer for activation type {}", targets[i].w.name,
+                             ggml_type_name(vdt));
+    if (n_conv == 4) fail("fused matmul: more than 4 distinct activation types in one call");
+    const size_t row_bytes = dense_row_bytes(vdt, k, targets[i].w.name);
+    void* dst = act_scratch(vdt, row_bytes * static_cast<size_t>(n_tok));
+    conv[n_conv++] = Conversion{resolved_[i].activation->from_float, dst, row_bytes};
+    converted_[i] = dst;
+    converted_stride_[i] = row_bytes;
+  }
+  if (n_conv > 0) {
+    auto convert = [&](int ith, int nth) {
+      for (int64_t t = ith; t < n_tok; t += nth)
+        for (int c = 0; c < n_conv; ++c)
+          conv[c].from_float(act + static_cast<size_t>(t) * act_stride,
+                             static_cast<char*>(conv[c].dst) + static_cast<size_t>(t) * conv[c].row_bytes, k);
+    };
+    if (n_tok * k < kParallelConvertMin || n_tok == 1) convert(0, 1);
+    else pool_.run(convert);
+  }
+
+  // Chunks: per target, row blocks × token tiles (token tile innermost so that threads working
+  // on neighbouring chunks share the weight block in cache).
+  const int nth = pool_.n_threads();
+  const int64_t tok_tile = std::min(n_tok, kTokenTile);
+  const int64_t n_tiles = ceil_div(n_tok, tok_tile);
+  int64_t total_rows = 0;
+  for (const auto& t : targets) total_rows += t.w.n_rows;
+  const int64_t want_chunks = std::max<int64_t>(1, nth * kChunksPerThread / n_tiles);
+  const int64_t rows_per_chunk =
+      std::max(kRowGranule, ceil_div(ceil_div(total_rows, want_chunks), kRowGranule) * kRowGranule);
+
+  int64_t n_chunks = 0;
+  for (const auto& t : targets) n_chunks += ceil_div(t.w.n_rows, rows_per_chunk) * n_tiles;
+  if (n_chunks == 0) return;
+
+  std::atomic<int64_t> next_chunk{0};
+  auto compute = [&](int, int) {
+    for (int64_t c = next_chunk.fetch_add(1, std::memory_order_relaxed); c < n_chunks;
+         c = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
+      size_t ti = 0;
+      int64_t local = c;
+      for (;; ++ti) {
+        const int64_t here = ceil_div(targets[ti].w.n_rows, rows_per_chunk) * n_tiles;
+        if (local < here) break;
+        local -= here;
+      }
+      const MatmulTarget& t = targets[ti];
+      const int64_t r0 = (local / n_tiles) * rows_per_chunk;
+      const int64_t nr = std::min(rows_per_chunk, t.w.n_rows - r0);
+      const int64_t t0 = (local % n_tiles) * tok_tile;
+      const int64_t nt = std::min(tok_tile, n_tok - t0);
+      resolved_[ti].weight->gemm(k, static_cast<const char*>(t.w.data) + static_cast<size_t>(r0) * t.w.row_bytes,
+                                 t.w.row_bytes, nr,
+                                 static_cast<const char*>(converted_[ti]) + static_cast<size_t>(t0) * converted_stride_[ti],
+                                 converted_stride_[ti], nt, t.out + static_cast<size_t>(t0) * t.out_stride + r0,
+                                 t.out_stride);
+    }
+  };
+  pool_.run(compute, static_cast<int>(std::min<int64_t>(nth, n_chunks)));
+}
+
+void get_rows(const WeightView& table, std::span<const int32_t> ids, float* out, size_t out_stride,
+              const TypeOps* ops) {
+  if (!ops) ops = find_type_ops(table.type, active_isa());
+  if (!ops || !ops->to_float)
+    fail<UnsupportedError>("get_rows {}: no dequantizer for type {}", table.name, ggml_type_name(table.type));
+  const size_t need = dense_row_bytes(table.type, table.k, table.name);
+  if (table.row_bytes < need)
+    fail("tensor {}: row stride {} bytes is shorter than one row ({} bytes)", table.name, table.row_bytes, need);
+  if (out_stride < static_cast<size_t>(table.k))
+    fail("get_rows {}: output row stride {} is shorter than k = {}", table.name, out_stride, table.k);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= table.n_rows)
+      fail("get_rows {}: row id {} at position {} is outside [0, {})", table.name, ids[i], i, table.n_rows);
+  }
+  for (size_t i = 0; i < ids.size(); ++i)
+    ops->to_float(static_cast<const char*>(table.data) + static_cast<size_t>(ids[i]) * table.row_bytes,
+                  out + i * out_stride, table.k);
+}
+
+}  // namespace baton::kernels
