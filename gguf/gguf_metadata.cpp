@@ -234,6 +234,7 @@ void Metadata::set_string_array(std::string key, std::vector<std::string> v) {
   set(std::move(key), Value{ValueType::kArray, ValueType::kString, std::move(v)});
 }
 void Metadata::set_float32_array(std::string key, std::vector<double> v) {
+  for (double& x : v) x = static_cast<double>(static_cast<float>(x));  // what the file will hold
   set(std::move(key), Value{ValueType::kArray, ValueType::kFloat32, std::move(v)});
 }
 void Metadata::set_int32_array(std::string key, std::vector<int64_t> v) {

@@ -67,7 +67,7 @@ class Metadata {
   void set_bool(std::string key, bool v);
   void set_string(std::string key, std::string v);
   void set_string_array(std::string key, std::vector<std::string> v);
-  void set_float32_array(std::string key, std::vector<double> v);
+  void set_float32_array(std::string key, std::vector<double> v);  // rounds each element to float
   void set_int32_array(std::string key, std::vector<int64_t> v);
 
  private:
