@@ -1,0 +1,51 @@
+// Attention of query tokens over their sequences' F16 KV caches, flash-attention style: one
+// pass over K and V with a running max and sum (online softmax), numerically like llama.cpp's
+// CPU flash-attention path: Q rounded to F16 and dotted with the F16 keys in f32, scores
+// scaled, softmax in f32 with the running max, V accumulated in f32, the sum divided out at
+// the end.
+//
+// Design goals: a query's result depends only on its q, its cache and n_kv — never on the other
+// queries in the batch or on the thread count (positions are processed in fixed chunks from
+// position 0); one pass over K/V so that 4096+ contexts stay memory-bound; GQA heads sharing a
+// KV head are computed together so each K/V row is read once per group.
+// Non-goals: masks other than causal length, ALiBi, logit soft-capping, quantized KV caches.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "kernels/isa.h"
+#include "kernels/thread_pool.h"
+
+namespace baton::kernels {
+
+struct AttentionShape {
+  int64_t n_head = 0;      // query heads
+  int64_t n_head_kv = 0;   // KV heads; n_head % n_head_kv == 0, head h reads KV head h / (n_head / n_head_kv)
+  int64_t head_dim = 0;    // <= kMaxHeadDim
+  size_t kv_stride = 0;    // F16 elements from one cache position to the next (>= n_head_kv * head_dim)
+  float scale = 0.0f;      // applied to q·k (usually 1/sqrt(head_dim))
+
+  static constexpr int64_t kMaxHeadDim = 512;
+  static constexpr int64_t kMaxGroup = 64;   // n_head / n_head_kv
+};
+
+// One query token: position p of KV head j is at k + p * kv_stride + j * head_dim (likewise v).
+struct AttentionQuery {
+  const float* q = nullptr;      // [n_head, head_dim]
+  const uint16_t* k = nullptr;   // F16 [n_kv][n_head_kv][head_dim] (row stride kv_stride)
+  const uint16_t* v = nullptr;   // F16, same layout
+  int64_t n_kv = 0;              // positions 0 .. n_kv-1 are visible (causal: the token's pos + 1); >= 1
+  float* out = nullptr;          // [n_head, head_dim]
+};
+
+// Computes every query's output on the pool (work split over queries × KV-head groups).
+// The shape is checked once at entry (a broken precondition is fatal: see BATON_KERNEL_CHECK).
+void attention(ThreadPool& pool, const AttentionShape& shape, std::span<const AttentionQuery> queries,
+               Isa isa = active_isa());
+
+// Single-threaded, for one query (tests, tiny models).
+void attention_one(const AttentionShape& shape, const AttentionQuery& query, Isa isa = active_isa());
+
+}  // namespace baton::kernels

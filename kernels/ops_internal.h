@@ -1,0 +1,35 @@
+// Internal to kernels/: the per-ISA op tables, shared tables, and the precondition check.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "kernels/ops.h"
+
+// A broken precondition of our own code (never user input: that is validated where it enters).
+// Cheap, always on, and fatal: the message names the check and where it failed.
+#define BATON_KERNEL_CHECK(cond)                                                                \
+  do {                                                                                          \
+    if (!(cond)) {                                                                              \
+      std::fprintf(stderr, "baton kernel precondition failed: %s at %s:%d\n", #cond, __FILE__, \
+                   __LINE__);                                                                   \
+      std::abort();                                                                             \
+    }                                                                                           \
+  } while (0)
+
+namespace baton::kernels {
+
+namespace scalar { extern const OpsTable kOpsTable; }
+namespace avx2 { extern const OpsTable kOpsTable; }
+namespace avx512 { extern const OpsTable kOpsTable; }
+
+namespace detail {
+// ggml_table_gelu_f16: for every half h, fp16(gelu_tanh(float(h))). Built once, thread-safe.
+const uint16_t* gelu_f16_table();
+// The GELU of ops.h by table lookup; every ISA's table points here (built for baseline x86-64,
+// so no ISA-specific copy of the fp16 helpers is involved).
+void gelu_by_table(const float* x, float* y, int64_t n);
+}  // namespace detail
+
+}  // namespace baton::kernels

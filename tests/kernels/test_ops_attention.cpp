@@ -1,0 +1,174 @@
+// Attention: every ISA against a naive double-precision softmax(q·K)·V (with q and K rounded
+// to F16 as the kernel does), GQA head mapping, long contexts, and bitwise invariance to the
+// batch and the thread count.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/base/fp16.h"
+#include "kernels/attention.h"
+
+using namespace baton;
+using namespace baton::kernels;
+
+namespace {
+
+struct Cache {
+  std::vector<uint16_t> k, v;
+};
+
+Cache random_cache(int64_t n_pos, size_t stride, uint32_t seed, float k_scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  Cache c;
+  c.k.resize(static_cast<size_t>(n_pos) * stride);
+  c.v.resize(c.k.size());
+  for (auto& x : c.k) x = fp32_to_fp16(dist(rng) * k_scale);
+  for (auto& x : c.v) x = fp32_to_fp16(dist(rng));
+  return c;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// softmax(scale · q16·k16) · v in double, for head h.
+std::vector<double> reference(const AttentionShape& s, const float* q, const Cache& c, int64_t n_kv, int64_t h) {
+  const int64_t kvh = h / (s.n_head / s.n_head_kv);
+  std::vector<double> scores(static_cast<size_t>(n_kv));
+  double max = -INFINITY;
+  for (int64_t p = 0; p < n_kv; ++p) {
+    double dot = 0;
+    for (int64_t d = 0; d < s.head_dim; ++d)
+      dot += double(fp16_to_fp32(fp32_to_fp16(q[h * s.head_dim + d]))) *
+             fp16_to_fp32(c.k[p * s.kv_stride + kvh * s.head_dim + d]);
+    scores[p] = dot * s.scale;
+    max = std::max(max, scores[p]);
+  }
+  double sum = 0;
+  for (auto& x : scores) sum += (x = std::exp(x - max));
+  std::vector<double> out(static_cast<size_t>(s.head_dim), 0.0);
+  for (int64_t p = 0; p < n_kv; ++p)
+    for (int64_t d = 0; d < s.head_dim; ++d)
+      out[d] += scores[p] / sum * fp16_to_fp32(c.v[p * s.kv_stride + kvh * s.head_dim + d]);
+  return out;
+}
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+    if (static_cast<int>(isa) <= static_cast<int>(detected_isa())) isas.push_back(isa);
+  return isas;
+}
+
+}  // namespace
+
+TEST_CASE("attention matches a double-precision reference for every ISA, head dim and GQA ratio") {
+  struct Case {
+    int64_t n_head, n_head_kv, head_dim, n_kv;
+    float q_scale;
+  };
+  const Case cases[] = {
+      {8, 4, 8, 1, 1.0f},      // stories260K's shape, first token
+      {8, 4, 8, 77, 1.0f},     // chunk + tail
+      {4, 4, 64, 200, 2.0f},   // no GQA
+      {8, 2, 80, 130, 1.0f},   // head dim not a multiple of 16
+      {6, 1, 20, 65, 3.0f},    // MQA, odd head dim
+      {4, 2, 128, 513, 4.0f},  // peaked softmax
+      {2, 1, 256, 64, 1.0f},
+  };
+  for (const Case& tc : cases) {
+    AttentionShape s{tc.n_head, tc.n_head_kv, tc.head_dim, static_cast<size_t>(tc.n_head_kv * tc.head_dim + 3),
+                     1.0f / std::sqrt(static_cast<float>(tc.head_dim))};
+    auto cache = random_cache(tc.n_kv, s.kv_stride, static_cast<uint32_t>(tc.head_dim + tc.n_kv));
+    auto q = random_floats(static_cast<size_t>(tc.n_head * tc.head_dim), 7, tc.q_scale);
+    for (Isa isa : supported_isas()) {
+      INFO("isa " << isa_name(isa) << " n_head " << tc.n_head << "/" << tc.n_head_kv << " head_dim " << tc.head_dim
+                  << " n_kv " << tc.n_kv);
+      std::vector<float> out(q.size(), -7.0f);
+      attention_one(s, AttentionQuery{q.data(), cache.k.data(), cache.v.data(), tc.n_kv, out.data()}, isa);
+      double worst = 0;
+      for (int64_t h = 0; h < tc.n_head; ++h) {
+        auto expect = reference(s, q.data(), cache, tc.n_kv, h);
+        for (int64_t d = 0; d < tc.head_dim; ++d)
+          worst = std::max(worst, std::fabs(out[h * tc.head_dim + d] - expect[d]));
+      }
+      CHECK(worst < 2e-6);
+    }
+  }
+}
+
+TEST_CASE("attention stays accurate at long contexts and with large scores") {
+  AttentionShape s{4, 1, 128, 128, 1.0f / std::sqrt(128.0f)};
+  const int64_t n_kv = 4500;
+  auto cache = random_cache(n_kv, s.kv_stride, 11, 3.0f);
+  auto q = random_floats(4 * 128, 12, 6.0f);  // scores up to tens: max-subtraction matters
+  for (Isa isa : supported_isas()) {
+    INFO("isa " << isa_name(isa));
+    std::vector<float> out(q.size());
+    attention_one(s, AttentionQuery{q.data(), cache.k.data(), cache.v.data(), n_kv, out.data()}, isa);
+    double worst = 0;
+    for (int64_t h = 0; h < 4; ++h) {
+      auto expect = reference(s, q.data(), cache, n_kv, h);
+      for (int64_t d = 0; d < 128; ++d) worst = std::max(worst, std::fabs(out[h * 128 + d] - expect[d]));
+    }
+    CHECK(worst < 1e-5);
+  }
+}
+
+TEST_CASE("attention of a query is bitwise the same alone, batched, and on any thread count") {
+  AttentionShape s{8, 2, 64, 2 * 64, 0.125f};
+  const int64_t n_seq_pos = 300;
+  auto cache_a = random_cache(n_seq_pos, s.kv_stride, 21);
+  auto cache_b = random_cache(n_seq_pos, s.kv_stride, 22);
+  const int64_t n_queries = 9;
+  auto q = random_floats(static_cast<size_t>(n_queries * 8 * 64), 23);
+  std::vector<AttentionQuery> queries;
+  std::vector<float> out(q.size());
+  for (int64_t i = 0; i < n_queries; ++i) {
+    const Cache& c = i % 2 ? cache_b : cache_a;  // two sequences, causal lengths
+    queries.push_back({q.data() + i * 512, c.k.data(), c.v.data(), 1 + i * 33, out.data() + i * 512});
+  }
+  for (Isa isa : supported_isas()) {
+    INFO("isa " << isa_name(isa));
+    ThreadPool pool1(1), pool2(2), pool3(3);
+    attention(pool1, s, queries, isa);
+    const std::vector<float> ref = out;
+    for (ThreadPool* pool : {&pool2, &pool3}) {
+      std::fill(out.begin(), out.end(), 0.0f);
+      attention(*pool, s, queries, isa);
+      CHECK(std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)) == 0);
+    }
+    for (int64_t i : {int64_t{0}, int64_t{4}, n_queries - 1}) {
+      std::vector<float> alone(512);
+      AttentionQuery one = queries[i];
+      one.out = alone.data();
+      attention(pool3, s, std::span<const AttentionQuery>(&one, 1), isa);  // split into head slices
+      CHECK(std::memcmp(alone.data(), ref.data() + i * 512, 512 * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("attention heads read their own GQA KV head") {
+  // KV head j holds V = j + 1 everywhere: every output of head h is (h / group) + 1.
+  AttentionShape s{6, 3, 16, 48, 0.25f};
+  const int64_t n_kv = 10;
+  auto cache = random_cache(n_kv, s.kv_stride, 31);
+  for (int64_t p = 0; p < n_kv; ++p)
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t d = 0; d < 16; ++d) cache.v[p * 48 + j * 16 + d] = fp32_to_fp16(static_cast<float>(j + 1));
+  auto q = random_floats(6 * 16, 32);
+  for (Isa isa : supported_isas()) {
+    std::vector<float> out(q.size());
+    attention_one(s, AttentionQuery{q.data(), cache.k.data(), cache.v.data(), n_kv, out.data()}, isa);
+    for (int64_t h = 0; h < 6; ++h)
+      for (int64_t d = 0; d < 16; ++d) CHECK(out[h * 16 + d] == Approx(h / 2 + 1).epsilon(1e-6));
+  }
+}
