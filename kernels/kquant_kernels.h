@@ -1,0 +1,107 @@
+// Kernels of the K-quant formats (Q2_K Q3_K Q4_K Q5_K Q6_K, and Q8_K for their activations),
+// one function per (op, type, ISA). Signatures are those of ToFloatFn / FromFloatFn / GemmFn
+// (type_ops.h); layouts in blocks_k.h.
+//
+// What every gemm computes, in every ISA, for one weight row w and one Q8_K activation row a:
+//   acc = 0
+//   for each super-block b, in order:
+//     sumi = exact integer sum over the super-block of (sub-block scale * q_w * q_a), where q_w
+//            includes the format's offset (Q3_K: q - 4, Q6_K: q - 32; scales Q3_K: sc - 32)
+//     summ = exact integer sum of (sub-block min * a.bsums) (Q2_K, Q4_K, Q5_K; else 0)
+//     acc  = fma(f16(w.d) * a.d, float(sumi), acc)
+//     acc  = fma(-(f16(w.dmin) * a.d), float(summ), acc)      (formats with mins only)
+// The integer parts are exact whatever the instruction order, and the float steps are the same
+// correctly rounded operations everywhere, so every ISA variant returns the same bits as the
+// scalar reference for any n_rows / n_tok / tile position. The integer sums are those of
+// llama.cpp's vec_dot_qN_K_q8_K; only its float accumulation order differs.
+//
+// to_float is bit-identical across ISAs and reproduces ggml's dequantize_row_qN_K
+// (d1 = d * sc, m1 = dmin * m, x = d1 * q - m1, without FMA contraction).
+// quantize_qN_k_ref reproduce ggml's quantize_row_qN_K_ref (what llama-quantize writes without an
+// importance matrix); quantize_q8_k reproduces quantize_row_q8_K (the bytes llama.cpp feeds
+// its K-quant dot products), except that an all-zero block gets bsums = 0 where ggml leaves
+// them unwritten.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace baton::kernels {
+
+namespace scalar {
+void dequantize_q2_k(const void* src, float* dst, int64_t n);
+void dequantize_q3_k(const void* src, float* dst, int64_t n);
+void dequantize_q4_k(const void* src, float* dst, int64_t n);
+void dequantize_q5_k(const void* src, float* dst, int64_t n);
+void dequantize_q6_k(const void* src, float* dst, int64_t n);
+void dequantize_q8_k(const void* src, float* dst, int64_t n);
+void quantize_q8_k(const float* src, void* dst, int64_t n);
+void quantize_q2_k_ref(const float* src, void* dst, int64_t n);
+void quantize_q3_k_ref(const float* src, void* dst, int64_t n);
+void quantize_q4_k_ref(const float* src, void* dst, int64_t n);
+void quantize_q5_k_ref(const float* src, void* dst, int64_t n);
+void quantize_q6_k_ref(const float* src, void* dst, int64_t n);
+void gemm_q2_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q3_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+}  // namespace scalar
+
+// AVX2 + FMA + F16C (x86-64-v3).
+namespace avx2 {
+void dequantize_q2_k(const void* src, float* dst, int64_t n);
+void dequantize_q3_k(const void* src, float* dst, int64_t n);
+void dequantize_q4_k(const void* src, float* dst, int64_t n);
+void dequantize_q5_k(const void* src, float* dst, int64_t n);
+void dequantize_q6_k(const void* src, float* dst, int64_t n);
+void quantize_q8_k(const float* src, void* dst, int64_t n);
+void gemm_q2_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q3_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+}  // namespace avx2
+
+// AVX-512 F/BW/VL/DQ (x86-64-v4). The *_vnni gemms also need AVX512-VNNI (has_avx512_vnni()):
+// they switch to a token-parallel kernel built on vpdpbusd when n_tok is large enough.
+namespace avx512 {
+void dequantize_q2_k(const void* src, float* dst, int64_t n);
+void dequantize_q3_k(const void* src, float* dst, int64_t n);
+void dequantize_q4_k(const void* src, float* dst, int64_t n);
+void dequantize_q5_k(const void* src, float* dst, int64_t n);
+void dequantize_q6_k(const void* src, float* dst, int64_t n);
+void quantize_q8_k(const float* src, void* dst, int64_t n);
+void gemm_q2_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q3_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q2_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                    int64_t n_tok, float* out, size_t out_stride);
+void gemm_q3_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                    int64_t n_tok, float* out, size_t out_stride);
+void gemm_q4_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                    int64_t n_tok, float* out, size_t out_stride);
+void gemm_q5_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                    int64_t n_tok, float* out, size_t out_stride);
+void gemm_q6_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                    int64_t n_tok, float* out, size_t out_stride);
+}  // namespace avx512
+
+}  // namespace baton::kernels

@@ -1,0 +1,50 @@
+// Scalar reference kernels of Q6_K (layout in blocks_k.h): dequantization as ggml's
+// dequantize_row_q6_K, and the integer super-block dot product of the gemm contract.
+#include "kernels/kquant_kernels.h"
+#include "kernels/kquant_scalar.h"
+
+namespace baton::kernels::scalar {
+namespace {
+
+// The unsigned 6-bit quant (0..63, i.e. value + 32) of element e of a super-block.
+int quant_q6(const uint8_t* x, int e) {
+  const uint8_t* ql = x + offsetof(BlockQ6K, ql);
+  const uint8_t* qh = x + offsetof(BlockQ6K, qh);
+  const int n = e / 128, part = (e % 128) / 32, l = e % 32;
+  const uint8_t low_byte = ql[64 * n + l + (part % 2) * 32];
+  const int low = part < 2 ? (low_byte & 0xF) : (low_byte >> 4);
+  return low | (((qh[32 * n + l] >> (2 * part)) & 3) << 4);
+}
+
+int scale_q6(const uint8_t* x, int s) { return static_cast<int8_t>(x[offsetof(BlockQ6K, scales) + s]); }
+
+// sumi = sum_s sc_s * sum (q - 32) * a, computed as sum_s sc_s * (sum q * a - 32 * bsums_s) like
+// the SIMD kernels (identical when bsums are the block sums, as quantize_q8_k writes them).
+BlockDot dot_q6(const uint8_t* x, const Q8KView& a) {
+  BlockDot p;
+  for (int s = 0; s < 16; ++s) {
+    int32_t sum = 0;
+    for (int e = 16 * s; e < 16 * s + 16; ++e) sum += quant_q6(x, e) * a.qs[e];
+    p.sumi += scale_q6(x, s) * (sum - 32 * a.bsums[s]);
+  }
+  p.d = load_f16(x + offsetof(BlockQ6K, d));
+  return p;
+}
+
+}  // namespace
+
+void dequantize_q6_k(const void* src, float* dst, int64_t n) {
+  const uint8_t* x = static_cast<const uint8_t*>(src);
+  for (int64_t i = 0; i < n / kQK_K; ++i, x += sizeof(BlockQ6K), dst += kQK_K) {
+    const float d = load_f16(x + offsetof(BlockQ6K, d));
+    for (int e = 0; e < kQK_K; ++e)
+      dst[e] = d * static_cast<float>(scale_q6(x, e / 16)) * static_cast<float>(quant_q6(x, e) - 32);
+  }
+}
+
+void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride) {
+  gemm_reference<sizeof(BlockQ6K), false>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride, dot_q6);
+}
+
+}  // namespace baton::kernels::scalar

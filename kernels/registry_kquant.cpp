@@ -1,0 +1,36 @@
+// The K-quant kernel family's rows of the type table: Q2_K..Q6_K weights (gemm against Q8_K
+// activations) and Q8_K itself (activation quantizer only). Weight quantizers are the scalar
+// reference ones for every ISA: quantizing a model is a one-off job.
+#include "kernels/kquant_kernels.h"
+#include "kernels/type_ops_registry.h"
+
+namespace baton::kernels::detail {
+namespace {
+
+constexpr TypeOps weight_ops(GgmlType type, ToFloatFn to_float, FromFloatFn quantize, GemmFn gemm) {
+  return TypeOps{type, GgmlType::kQ8_K, to_float, quantize, gemm};
+}
+
+constexpr TypeOps kScalar[] = {
+    weight_ops(GgmlType::kQ2_K, scalar::dequantize_q2_k, scalar::quantize_q2_k_ref, scalar::gemm_q2_k),
+    weight_ops(GgmlType::kQ3_K, scalar::dequantize_q3_k, scalar::quantize_q3_k_ref, scalar::gemm_q3_k),
+    weight_ops(GgmlType::kQ4_K, scalar::dequantize_q4_k, scalar::quantize_q4_k_ref, scalar::gemm_q4_k),
+    weight_ops(GgmlType::kQ5_K, scalar::dequantize_q5_k, scalar::quantize_q5_k_ref, scalar::gemm_q5_k),
+    weight_ops(GgmlType::kQ6_K, scalar::dequantize_q6_k, scalar::quantize_q6_k_ref, scalar::gemm_q6_k),
+    TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, scalar::quantize_q8_k, nullptr},
+};
+
+const TypeOps* find_in(const TypeOps (&table)[6], GgmlType type) {
+  for (const TypeOps& ops : table)
+    if (ops.type == type) return &ops;
+  return nullptr;
+}
+
+}  // namespace
+
+const TypeOps* k_quant_type_ops(GgmlType type, Isa isa) {
+  (void)isa;
+  return find_in(kScalar, type);
+}
+
+}  // namespace baton::kernels::detail
