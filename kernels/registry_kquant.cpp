@@ -20,6 +20,34 @@ constexpr TypeOps kScalar[] = {
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, scalar::quantize_q8_k, nullptr},
 };
 
+constexpr TypeOps kAvx2[] = {
+    weight_ops(GgmlType::kQ2_K, avx2::dequantize_q2_k, scalar::quantize_q2_k_ref, avx2::gemm_q2_k),
+    weight_ops(GgmlType::kQ3_K, avx2::dequantize_q3_k, scalar::quantize_q3_k_ref, avx2::gemm_q3_k),
+    weight_ops(GgmlType::kQ4_K, avx2::dequantize_q4_k, scalar::quantize_q4_k_ref, avx2::gemm_q4_k),
+    weight_ops(GgmlType::kQ5_K, avx2::dequantize_q5_k, scalar::quantize_q5_k_ref, avx2::gemm_q5_k),
+    weight_ops(GgmlType::kQ6_K, avx2::dequantize_q6_k, scalar::quantize_q6_k_ref, avx2::gemm_q6_k),
+    TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx2::quantize_q8_k, nullptr},
+};
+
+constexpr TypeOps kAvx512[] = {
+    weight_ops(GgmlType::kQ2_K, avx512::dequantize_q2_k, scalar::quantize_q2_k_ref, avx512::gemm_q2_k),
+    weight_ops(GgmlType::kQ3_K, avx512::dequantize_q3_k, scalar::quantize_q3_k_ref, avx512::gemm_q3_k),
+    weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref, avx512::gemm_q4_k),
+    weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k),
+    weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k),
+    TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},
+};
+
+// AVX-512 with VNNI: the same, with gemms that switch to the token-parallel kernel for batches.
+constexpr TypeOps kAvx512Vnni[] = {
+    weight_ops(GgmlType::kQ2_K, avx512::dequantize_q2_k, scalar::quantize_q2_k_ref, avx512::gemm_q2_k_vnni),
+    weight_ops(GgmlType::kQ3_K, avx512::dequantize_q3_k, scalar::quantize_q3_k_ref, avx512::gemm_q3_k_vnni),
+    weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref, avx512::gemm_q4_k_vnni),
+    weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k_vnni),
+    weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_vnni),
+    TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},
+};
+
 const TypeOps* find_in(const TypeOps (&table)[6], GgmlType type) {
   for (const TypeOps& ops : table)
     if (ops.type == type) return &ops;
@@ -29,7 +57,11 @@ const TypeOps* find_in(const TypeOps (&table)[6], GgmlType type) {
 }  // namespace
 
 const TypeOps* k_quant_type_ops(GgmlType type, Isa isa) {
-  (void)isa;
+  switch (isa) {
+    case Isa::kAvx512: return find_in(has_avx512_vnni() ? kAvx512Vnni : kAvx512, type);
+    case Isa::kAvx2: return find_in(kAvx2, type);
+    case Isa::kScalar: break;
+  }
   return find_in(kScalar, type);
 }
 
