@@ -1,0 +1,165 @@
+#include "engine/model/stage.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/base/error.h"
+#include "kernels/attention.h"
+#include "kernels/ops.h"
+
+namespace baton {
+
+int64_t effective_n_ctx(const ModelConfig& config, int64_t requested) {
+  if (requested > 0) return requested;
+  return std::min<int64_t>(config.n_ctx_train, 4096);
+}
+
+Stage::Stage(std::shared_ptr<const gguf::GgufFile> file, const ModelConfig& config, int64_t first, int64_t last,
+             const StageOptions& options, kernels::ThreadPool& pool)
+    : file_(std::move(file)),
+      config_(config),
+      first_(first),
+      last_(last),
+      layers_(bind_layers(*file_, config, first, last)),
+      rope_freqs_(load_rope_freqs(*file_, config)),
+      cache_(last - first, config.kv_dim(), effective_n_ctx(config, options.n_ctx), options.max_sequences),
+      pool_(pool),
+      matmul_(pool) {
+  for (const auto& w : layers_)
+    for (const Matrix* m : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down})
+      weight_bytes_ += m->row_bytes * static_cast<size_t>(m->n_rows);
+  rope_.layout = config_.rope_layout;
+  rope_.n_rot = static_cast<int>(config_.n_rot);
+  rope_.freq_base = config_.rope_freq_base;
+  rope_.freq_scale = config_.rope_freq_scale;
+  rope_.n_ctx_orig = static_cast<int>(config_.n_ctx_train);
+  rope_.freq_factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
+  attn_shape_.n_head = config_.n_head;
+  attn_shape_.n_head_kv = config_.n_head_kv;
+  attn_shape_.head_dim = config_.head_dim;
+  attn_shape_.kv_stride = static_cast<size_t>(config_.kv_dim());
+  attn_shape_.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+}
+
+void Stage::ensure_scratch(int64_t n) {
+  if (n <= scratch_tokens_) return;
+  const auto& c = config_;
+  xb_.resize(n * c.n_embd);
+  q_.resize(n * c.q_dim());
+  k_.resize(n * c.kv_dim());
+  v_.resize(n * c.kv_dim());
+  att_.resize(n * c.q_dim());
+  proj_.resize(n * c.n_embd);
+  gate_.resize(n * c.n_ff);
+  up_.resize(n * c.n_ff);
+  scratch_tokens_ = n;
+}
+
+void Stage::forward(const TokenBatch& batch, float* hidden) {
+  const int64_t n = static_cast<int64_t>(batch.size());
+  if (n == 0) return;
+  for (int64_t t = 0; t < n; ++t)
+    if (batch.positions[t] < 0 || batch.positions[t] >= cache_.n_ctx())
+      fail("token {} of sequence {} is at position {}, outside the context of {} positions", t, batch.seq_ids[t],
+           batch.positions[t], cache_.n_ctx());
+  // Claim cache slots first so that a full cache changes nothing.
+  std::vector<int> slots(static_cast<size_t>(n));
+  std::vector<uint64_t> claimed;
+  try {
+    for (int64_t t = 0; t < n; ++t) {
+      if (!cache_.holds(batch.seq_ids[t])) claimed.push_back(batch.seq_ids[t]);
+      slots[t] = cache_.acquire(batch.seq_ids[t]);
+    }
+  } catch (...) {
+    for (uint64_t s : claimed) cache_.release(s);
+    throw;
+  }
+  ensure_scratch(n);
+  for (size_t il = 0; il < layers_.size(); ++il) {
+    attention_block(layers_[il], static_cast<int64_t>(il), batch, slots, hidden);
+    ffn_block(layers_[il], n, hidden);
+  }
+}
+
+void Stage::attention_block(const LayerWeights& w, int64_t il, const TokenBatch& batch,
+                            const std::vector<int>& slots, float* hidden) {
+  const auto& c = config_;
+  const int64_t n = static_cast<int64_t>(batch.size());
+  const int64_t n_embd = c.n_embd, q_dim = c.q_dim(), kv_dim = c.kv_dim();
+
+  // attention norm
+  for (int64_t t = 0; t < n; ++t)
+    kernels::rms_norm(hidden + t * n_embd, w.attn_norm.data(), xb_.data() + t * n_embd, n_embd, c.rms_eps);
+
+  // q, k, v projections (one pass over the input)
+  const kernels::MatmulTarget qkv[3] = {
+      {w.wq, q_.data(), static_cast<size_t>(q_dim), nullptr},
+      {w.wk, k_.data(), static_cast<size_t>(kv_dim), nullptr},
+      {w.wv, v_.data(), static_cast<size_t>(kv_dim), nullptr},
+  };
+  matmul_.matmul(qkv, xb_.data(), static_cast<size_t>(n_embd), n);
+  if (!w.bq.empty())
+    for (int64_t t = 0; t < n; ++t) {
+      kernels::add(q_.data() + t * q_dim, w.bq.data(), q_.data() + t * q_dim, q_dim);
+      kernels::add(k_.data() + t * kv_dim, w.bk.data(), k_.data() + t * kv_dim, kv_dim);
+      kernels::add(v_.data() + t * kv_dim, w.bv.data(), v_.data() + t * kv_dim, kv_dim);
+    }
+
+  // per-head q/k norms (qwen3)
+  if (!w.q_norm.empty()) {
+    for (int64_t r = 0; r < n * c.n_head; ++r)
+      kernels::rms_norm(q_.data() + r * c.head_dim, w.q_norm.data(), q_.data() + r * c.head_dim, c.head_dim, c.rms_eps);
+    for (int64_t r = 0; r < n * c.n_head_kv; ++r)
+      kernels::rms_norm(k_.data() + r * c.head_dim, w.k_norm.data(), k_.data() + r * c.head_dim, c.head_dim, c.rms_eps);
+  }
+
+  // rope
+  kernels::rope(rope_, batch.positions, q_.data(), c.n_head, c.head_dim, static_cast<size_t>(q_dim));
+  kernels::rope(rope_, batch.positions, k_.data(), c.n_head_kv, c.head_dim, static_cast<size_t>(kv_dim));
+
+  // store k and v in the cache (f16)
+  for (int64_t t = 0; t < n; ++t) {
+    kernels::f32_to_f16(k_.data() + t * kv_dim, cache_.k_row(slots[t], il, batch.positions[t]), kv_dim);
+    kernels::f32_to_f16(v_.data() + t * kv_dim, cache_.v_row(slots[t], il, batch.positions[t]), kv_dim);
+  }
+
+  // causal attention over each token's own sequence
+  attn_queries_.resize(static_cast<size_t>(n));
+  for (int64_t t = 0; t < n; ++t) {
+    auto& query = attn_queries_[t];
+    query.q = q_.data() + t * q_dim;
+    query.k = cache_.k_rows(slots[t], il);
+    query.v = cache_.v_rows(slots[t], il);
+    query.n_kv = batch.positions[t] + 1;
+    query.out = att_.data() + t * q_dim;
+  }
+  kernels::attention(pool_, attn_shape_, attn_queries_);
+
+  // output projection and residual
+  matmul_.matmul(w.wo, att_.data(), n, proj_.data());
+  for (int64_t t = 0; t < n; ++t)
+    kernels::add(hidden + t * n_embd, proj_.data() + t * n_embd, hidden + t * n_embd, n_embd);
+}
+
+void Stage::ffn_block(const LayerWeights& w, int64_t n, float* hidden) {
+  const auto& c = config_;
+  const int64_t n_embd = c.n_embd, n_ff = c.n_ff;
+
+  // ffn norm
+  for (int64_t t = 0; t < n; ++t)
+    kernels::rms_norm(hidden + t * n_embd, w.ffn_norm.data(), xb_.data() + t * n_embd, n_embd, c.rms_eps);
+
+  // gate and up projections, SwiGLU, down projection
+  const kernels::MatmulTarget gate_up[2] = {
+      {w.w_gate, gate_.data(), static_cast<size_t>(n_ff), nullptr},
+      {w.w_up, up_.data(), static_cast<size_t>(n_ff), nullptr},
+  };
+  matmul_.matmul(gate_up, xb_.data(), static_cast<size_t>(n_embd), n);
+  kernels::swiglu(gate_.data(), up_.data(), gate_.data(), n * n_ff);
+  matmul_.matmul(w.w_down, gate_.data(), n, proj_.data());
+
+  // residual
+  kernels::add(hidden, proj_.data(), hidden, n * n_embd);
+}
+
+}  // namespace baton

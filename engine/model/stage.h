@@ -1,0 +1,83 @@
+// A pipeline stage: the transformer blocks of layers [first, last) of one model, their
+// weights (views into the mmap) and the KV cache of those layers for every live sequence.
+// It knows nothing about sockets: forward() maps a batch of hidden rows to the next hidden
+// rows. Not thread-safe: one forward() at a time (it owns scratch and the cache).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/model/kv_cache.h"
+#include "engine/model/model_config.h"
+#include "engine/model/token_batch.h"
+#include "engine/model/weights.h"
+#include "gguf/gguf_file.h"
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/ops_rope.h"
+#include "kernels/thread_pool.h"
+
+namespace baton {
+
+struct StageOptions {
+  int64_t n_ctx = 0;        // positions per sequence; <= 0: the model's, capped at 4096
+  int max_sequences = 1;    // KV cache slots
+};
+
+class Stage {
+ public:
+  // Binds layers [first, last) of `file` (which must hold them); throws baton::Error naming
+  // what is missing or misshapen.
+  Stage(std::shared_ptr<const gguf::GgufFile> file, const ModelConfig& config, int64_t first, int64_t last,
+        const StageOptions& options, kernels::ThreadPool& pool);
+
+  // hidden: [batch.size(), n_embd], replaced by the output of the last local layer.
+  // Throws baton::Error for a position outside the context or a full cache (nothing changed).
+  void forward(const TokenBatch& batch, float* hidden);
+
+  void reset_sequence(uint64_t seq_id) { cache_.release(seq_id); }
+  void reset_all() { cache_.release_all(); }
+
+  int64_t first_layer() const { return first_; }
+  int64_t last_layer() const { return last_; }  // exclusive
+  int64_t n_ctx() const { return cache_.n_ctx(); }
+  const ModelConfig& config() const { return config_; }
+  size_t weight_bytes() const { return weight_bytes_; }
+  size_t kv_cache_bytes() const { return cache_.allocated_bytes(); }
+
+ private:
+  void attention_block(const LayerWeights& w, int64_t il_local, const TokenBatch& batch,
+                       const std::vector<int>& slots, float* hidden);
+  void ffn_block(const LayerWeights& w, int64_t n_tokens, float* hidden);
+  void ensure_scratch(int64_t n_tokens);
+
+  std::shared_ptr<const gguf::GgufFile> file_;
+  ModelConfig config_;
+  int64_t first_, last_;
+  std::vector<LayerWeights> layers_;
+  std::vector<float> rope_freqs_;
+  KvCache cache_;
+  kernels::ThreadPool& pool_;
+  kernels::MatmulDriver matmul_;
+  size_t weight_bytes_ = 0;
+  kernels::RopeConfig rope_;
+  kernels::AttentionShape attn_shape_;
+  std::vector<kernels::AttentionQuery> attn_queries_;
+
+  // scratch, resized on demand
+  int64_t scratch_tokens_ = 0;
+  std::vector<float> xb_;      // [n, n_embd]  normalised input
+  std::vector<float> q_;       // [n, q_dim]
+  std::vector<float> k_;       // [n, kv_dim]
+  std::vector<float> v_;       // [n, kv_dim]
+  std::vector<float> att_;     // [n, q_dim]   attention output
+  std::vector<float> proj_;    // [n, n_embd]  block output before the residual
+  std::vector<float> gate_;    // [n, n_ff]
+  std::vector<float> up_;      // [n, n_ff]
+};
+
+// The context length a stage/engine uses: requested if > 0, else min(n_ctx_train, 4096).
+int64_t effective_n_ctx(const ModelConfig& config, int64_t requested);
+
+}  // namespace baton

@@ -1,0 +1,81 @@
+#include "engine/runtime/generator.h"
+
+#include <chrono>
+
+#include "engine/base/error.h"
+
+namespace baton {
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+void Generator::run_tokens(uint64_t seq_id, std::span<const int32_t> tokens, int32_t pos0, bool want_logits) {
+  const int64_t n_embd = head_.config().n_embd;
+  batch_.clear();
+  for (size_t i = 0; i < tokens.size(); ++i)
+    batch_.add(seq_id, pos0 + static_cast<int32_t>(i), want_logits && i + 1 == tokens.size());
+  hidden_.resize(tokens.size() * static_cast<size_t>(n_embd));
+  head_.embed(tokens, hidden_.data());
+  layers_.forward(batch_, hidden_, out_rows_);
+  if (want_logits) {
+    logits_.resize(static_cast<size_t>(head_.n_vocab()));
+    head_.logits(out_rows_.data(), 1, logits_.data());
+  }
+}
+
+GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> prompt, const GenerateOptions& options,
+                                     const std::function<bool(const GeneratedStep&)>& on_step) {
+  const int64_t n_ctx = layers_.n_ctx();
+  if (prompt.empty()) fail("the prompt is empty: nothing to continue");
+  if (static_cast<int64_t>(prompt.size()) >= n_ctx)
+    fail("the prompt has {} tokens but the context holds {} (at least one must be left to generate)", prompt.size(),
+         n_ctx);
+  if (options.n_batch <= 0) fail("n_batch must be positive (got {})", options.n_batch);
+
+  GenerationResult result;
+  Sampler sampler(options.sampling);
+  std::vector<int32_t> history(prompt.begin(), prompt.end());
+  layers_.reset_sequence(seq_id);
+
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t begin = 0; begin < prompt.size(); begin += static_cast<size_t>(options.n_batch)) {
+    size_t end = std::min(prompt.size(), begin + static_cast<size_t>(options.n_batch));
+    run_tokens(seq_id, prompt.subspan(begin, end - begin), static_cast<int32_t>(begin), end == prompt.size());
+  }
+  result.prompt_seconds = seconds_since(t0);
+
+  auto t1 = std::chrono::steady_clock::now();
+  result.finish_reason = "length";
+  for (int32_t i = 0; options.n_predict < 0 || i < options.n_predict; ++i) {
+    GeneratedStep step;
+    step.token = sampler.sample(logits_, history);
+    if (options.n_top_logprobs > 0) {
+      StepLogprobs lp = step_logprobs(logits_, step.token, options.n_top_logprobs);
+      step.logprob = lp.chosen.logprob;
+      step.top = std::move(lp.top);
+    }
+    history.push_back(step.token);
+    bool eog = options.is_end_of_generation && options.is_end_of_generation(step.token);
+    result.steps.push_back(step);
+    if (on_step && !on_step(result.steps.back())) {
+      result.finish_reason = "stop";
+      break;
+    }
+    if (eog) {
+      result.finish_reason = "stop";
+      break;
+    }
+    bool last = options.n_predict >= 0 && i + 1 == options.n_predict;
+    if (last) break;
+    if (static_cast<int64_t>(history.size()) >= n_ctx) break;  // context full: "length"
+    const int32_t token = step.token;
+    run_tokens(seq_id, std::span<const int32_t>(&token, 1), static_cast<int32_t>(history.size() - 1), true);
+  }
+  result.generation_seconds = seconds_since(t1);
+  layers_.reset_sequence(seq_id);
+  return result;
+}
+
+}  // namespace baton

@@ -1,0 +1,59 @@
+// Generates one sequence: prompt processing in batches, then one token per step, sampling
+// from the logits of the output head. Works with any LayerRunner (local or a cluster).
+// Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/model/model_head.h"
+#include "engine/runtime/layer_runner.h"
+#include "engine/sampling/logprobs.h"
+#include "engine/sampling/sampler.h"
+
+namespace baton {
+
+struct GenerateOptions {
+  int32_t n_predict = 64;         // < 0: until end of generation or the context is full
+  SamplerParams sampling;
+  size_t n_top_logprobs = 0;      // per step, of the raw distribution
+  int32_t n_batch = 512;          // prompt tokens per forward pass
+  std::function<bool(int32_t)> is_end_of_generation;  // may be empty
+};
+
+struct GeneratedStep {
+  int32_t token = 0;
+  float logprob = 0.0f;                 // set when n_top_logprobs > 0
+  std::vector<TokenLogprob> top;
+};
+
+struct GenerationResult {
+  std::vector<GeneratedStep> steps;
+  std::string finish_reason;            // "stop" (end of generation / callback) or "length"
+  double prompt_seconds = 0;
+  double generation_seconds = 0;        // from the first to the last generated token
+};
+
+class Generator {
+ public:
+  Generator(ModelHead& head, LayerRunner& layers) : head_(head), layers_(layers) {}
+
+  // on_step is called after each token; returning false stops (finish_reason "stop").
+  // Throws baton::Error when the prompt is empty or does not fit the context.
+  GenerationResult generate(uint64_t seq_id, std::span<const int32_t> prompt, const GenerateOptions& options,
+                            const std::function<bool(const GeneratedStep&)>& on_step = {});
+
+ private:
+  // Runs tokens [begin, end) of `tokens` at positions from `pos0`; logits of the last token.
+  void run_tokens(uint64_t seq_id, std::span<const int32_t> tokens, int32_t pos0, bool want_logits);
+
+  ModelHead& head_;
+  LayerRunner& layers_;
+  TokenBatch batch_;
+  std::vector<float> hidden_, out_rows_, logits_;
+};
+
+}  // namespace baton

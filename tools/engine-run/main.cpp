@@ -1,0 +1,161 @@
+// engine-run: generate a continuation of a prompt with a local model (like llama-completion).
+//   engine-run -m FILE -p TEXT -n N [--temp T --top-k K --top-p P --min-p M --seed S] [-t THREADS]
+//              [--ctx N] [--json | --tokenize] [--split A,B,...]
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "engine/base/error.h"
+#include "engine/runtime/generator.h"
+#include "engine/runtime/local_model.h"
+
+namespace {
+
+struct Options {
+  std::string model, prompt, prompt_file;
+  int n_predict = 64;
+  int threads = 0;
+  int64_t n_ctx = 0;
+  bool json = false, tokenize_only = false, no_bos = false, special = true;
+  int top_logprobs = 5;
+  std::string split;
+  baton::SamplerParams sampling;
+  int64_t seed = -1;
+};
+
+// "2,4" -> [0,2) [2,4) [4,n_layer)
+std::vector<std::pair<int64_t, int64_t>> parse_split(const std::string& spec, int64_t n_layer) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  if (spec.empty()) return ranges;
+  int64_t begin = 0;
+  std::stringstream in(spec);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    int64_t cut = std::stoll(item);
+    if (cut <= begin || cut >= n_layer)
+      baton::fail("--split: boundary {} must be increasing and inside 1..{}", cut, n_layer - 1);
+    ranges.push_back({begin, cut});
+    begin = cut;
+  }
+  ranges.push_back({begin, n_layer});
+  return ranges;
+}
+
+int run(const Options& o) {
+  std::string prompt = o.prompt;
+  if (!o.prompt_file.empty()) {
+    std::ifstream in(o.prompt_file, std::ios::binary);
+    if (!in) baton::fail("cannot read prompt file {}", o.prompt_file);
+    prompt.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  baton::LocalModelOptions lo;
+  lo.threads = o.threads;
+  lo.n_ctx = o.n_ctx;
+  {
+    // The split needs n_layer before the model is built; read it from the config first.
+    auto file = baton::gguf::GgufFile::open(o.model);
+    lo.layer_ranges = parse_split(o.split, baton::ModelConfig::from_metadata(file->metadata()).n_layer);
+  }
+  baton::LocalModel model(o.model, lo);
+  const auto& tok = model.tokenizer();
+  std::vector<int32_t> prompt_tokens = tok.encode(prompt, !o.no_bos, o.special);
+
+  if (o.tokenize_only) {
+    fmt::print("{}\n", nlohmann::json(prompt_tokens).dump());
+    return 0;
+  }
+
+  baton::GenerateOptions go;
+  go.n_predict = o.n_predict;
+  go.sampling = o.sampling;
+  go.sampling.seed = o.seed < 0 ? std::random_device{}() : static_cast<uint32_t>(o.seed);
+  go.n_top_logprobs = o.json ? static_cast<size_t>(o.top_logprobs) : 0;
+  go.is_end_of_generation = [&tok](int32_t id) { return tok.is_eog(id); };
+
+  baton::Generator generator(model.head(), model.layers());
+  baton::tokenizer::StreamDetokenizer stream(tok);
+  if (!o.json) {
+    fmt::print("{}", prompt);
+    std::fflush(stdout);
+  }
+  auto result = generator.generate(1, prompt_tokens, go, [&](const baton::GeneratedStep& step) {
+    if (!o.json && !tok.is_eog(step.token)) {
+      fmt::print("{}", stream.push(step.token));
+      std::fflush(stdout);
+    }
+    return true;
+  });
+
+  std::vector<int32_t> tokens;
+  for (const auto& s : result.steps) tokens.push_back(s.token);
+  const double pp = prompt_tokens.size() / std::max(result.prompt_seconds, 1e-9);
+  const double tg = result.steps.size() > 1 ? (result.steps.size() - 1) / std::max(result.generation_seconds, 1e-9) : 0;
+
+  if (o.json) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& s : result.steps) {
+      nlohmann::json top = nlohmann::json::array();
+      for (const auto& t : s.top) top.push_back({t.id, t.logprob});
+      steps.push_back({{"token", s.token}, {"logprob", s.logprob}, {"top", top}});
+    }
+    std::vector<int32_t> text_tokens;
+    for (int32_t t : tokens)
+      if (!tok.is_eog(t)) text_tokens.push_back(t);
+    nlohmann::json out = {
+        {"model", o.model},
+        {"prompt", prompt},
+        {"prompt_tokens", prompt_tokens},
+        {"n_predict", o.n_predict},
+        {"tokens", tokens},
+        {"text", tok.decode(text_tokens)},
+        {"finish_reason", result.finish_reason},
+        {"steps", steps},
+        {"timings", {{"prompt_tokens_per_second", pp}, {"generated_tokens_per_second", tg}}},
+    };
+    fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else {
+    fmt::print("{}\n", stream.flush());
+    fmt::print(stderr, "\nprompt: {} tokens, {:.1f} t/s | generated: {} tokens, {:.1f} t/s | finish: {}\n",
+               prompt_tokens.size(), pp, result.steps.size(), tg, result.finish_reason);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Generate a continuation of a prompt with a local GGUF model"};
+  Options o;
+  app.add_option("-m,--model", o.model, "GGUF model file")->required();
+  auto* p = app.add_option("-p,--prompt", o.prompt, "prompt text");
+  app.add_option("-f,--file", o.prompt_file, "read the prompt from a file")->excludes(p);
+  app.add_option("-n,--n-predict", o.n_predict, "tokens to generate (-1: until end of generation)");
+  app.add_option("-t,--threads", o.threads, "compute threads (default: all cores)");
+  app.add_option("-c,--ctx", o.n_ctx, "context length (default: the model's, at most 4096)");
+  app.add_option("--temp", o.sampling.temperature, "temperature (0 = greedy)");
+  app.add_option("--top-k", o.sampling.top_k, "top-k (0 = off)");
+  app.add_option("--top-p", o.sampling.top_p, "top-p (1 = off)");
+  app.add_option("--min-p", o.sampling.min_p, "min-p (0 = off)");
+  app.add_option("--repeat-penalty", o.sampling.repeat_penalty, "repetition penalty (1 = off)");
+  app.add_option("--repeat-last-n", o.sampling.repeat_last_n, "window of the penalties");
+  app.add_option("--presence-penalty", o.sampling.presence_penalty, "presence penalty");
+  app.add_option("--frequency-penalty", o.sampling.frequency_penalty, "frequency penalty");
+  app.add_option("-s,--seed", o.seed, "random seed (-1: random)");
+  app.add_flag("--json", o.json, "print one JSON object: prompt_tokens, tokens, text, steps with top-5 logprobs");
+  app.add_option("--top-logprobs", o.top_logprobs, "top entries per step in --json")->check(CLI::Range(0, 100));
+  app.add_flag("--tokenize", o.tokenize_only, "print only the prompt's token ids as a JSON array");
+  app.add_flag("--no-bos", o.no_bos, "do not add the special tokens the model adds around a prompt (BOS)");
+  app.add_option("--split", o.split, "run the layers as several local stages, e.g. 2,4 (for testing splits)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}
