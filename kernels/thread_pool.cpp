@@ -1,10 +1,26 @@
 #include "kernels/thread_pool.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <utility>
 
 namespace baton::kernels {
 namespace {
+
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free,
+              "futex words must be plain 32-bit integers");
+
+// Sleeps while `word` holds `expected` (returns at once if it does not; may wake spuriously).
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+
+void futex_wake_one(std::atomic<uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
 
 // The pool whose job this thread is running right now (nested run() detection).
 thread_local const ThreadPool* tl_running_pool = nullptr;
@@ -30,7 +46,7 @@ ThreadPool::~ThreadPool() {
     ++generation_;
     for (int ith = 1; ith < n_threads_; ++ith) {
       slots_[ith].generation.store(generation_, std::memory_order_release);
-      slots_[ith].generation.notify_one();
+      futex_wake_one(slots_[ith].generation);
     }
   }
   for (auto& t : workers_) t.join();
@@ -50,14 +66,16 @@ void ThreadPool::worker_main(int ith) {
   std::atomic<uint32_t>& slot = slots_[ith].generation;
   uint32_t seen = 0;
   for (;;) {
-    // Sleeps in the kernel (futex) until run() bumps this worker's generation.
-    slot.wait(seen, std::memory_order_acquire);
-    const uint32_t now = slot.load(std::memory_order_acquire);
-    if (now == seen) continue;  // spurious wake-up
+    // Sleeps in the kernel until run() bumps this worker's generation.
+    uint32_t now = slot.load(std::memory_order_acquire);
+    while (now == seen) {
+      futex_wait(slot, seen);
+      now = slot.load(std::memory_order_acquire);
+    }
     seen = now;
     if (stop_.load(std::memory_order_acquire)) return;
     execute(ith, job_nth_);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) futex_wake_one(pending_);
   }
 }
 
@@ -75,18 +93,18 @@ void ThreadPool::run_impl(Trampoline fn, void* ctx, int max_threads) {
   job_ctx_ = ctx;
   job_nth_ = nth;
   error_ = nullptr;
-  pending_.store(nth - 1, std::memory_order_relaxed);
+  pending_.store(static_cast<uint32_t>(nth - 1), std::memory_order_relaxed);
   ++generation_;
   for (int ith = 1; ith < nth; ++ith) {
     slots_[ith].generation.store(generation_, std::memory_order_release);
-    slots_[ith].generation.notify_one();
+    futex_wake_one(slots_[ith].generation);
   }
 
   execute(0, nth);
 
-  for (int left = pending_.load(std::memory_order_acquire); left != 0;
+  for (uint32_t left = pending_.load(std::memory_order_acquire); left != 0;
        left = pending_.load(std::memory_order_acquire)) {
-    pending_.wait(left, std::memory_order_acquire);
+    futex_wait(pending_, left);
   }
   if (error_) {
     std::exception_ptr e = std::exchange(error_, nullptr);

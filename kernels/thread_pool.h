@@ -1,8 +1,11 @@
 // A persistent pool of compute threads that runs one function on all of them at once.
 //
 // Design goals: a round trip (wake, run, join) of a few microseconds, and idle workers that
-// SLEEP on a futex (std::atomic wait/notify) instead of busy-polling: on machines whose vCPUs
-// share a physical core a spinning worker steals cycles from the one doing the work.
+// SLEEP on a futex instead of busy-polling: on machines whose vCPUs share a physical core a
+// spinning worker steals cycles from the one doing the work. The futex calls are made directly:
+// std::atomic::wait first spins with sched_yield, which made an idle round trip 4x slower
+// (16 us instead of 4 us) on the 2-vCPU development VM; spinning before sleeping was slower
+// still there (measured, see bench/kernel-bench).
 // Non-goals: task queues, futures, work stealing. Kernels split their own work by (ith, nth),
 // statically or through an atomic chunk counter of their own.
 #pragma once
@@ -62,7 +65,7 @@ class ThreadPool {
   void* job_ctx_ = nullptr;
   int job_nth_ = 1;
   uint32_t generation_ = 0;       // last generation issued; guarded by run_mutex_
-  alignas(64) std::atomic<int> pending_{0};  // workers still running the current job
+  alignas(64) std::atomic<uint32_t> pending_{0};  // workers still running the current job
   std::atomic<bool> stop_{false};
 
   std::mutex error_mutex_;

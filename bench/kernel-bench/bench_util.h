@@ -1,0 +1,79 @@
+// kernel-bench plumbing: options, measured peaks, timing (median of repetitions) and the
+// one-row-per-case table.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/base/ggml_type.h"
+#include "kernels/isa.h"
+
+namespace baton::bench {
+
+struct BenchOptions {
+  std::vector<GgmlType> types;        // empty: every type with kernels
+  std::vector<kernels::Isa> isas;     // ISAs to run (all this CPU supports by default)
+  std::vector<int> threads;           // thread counts
+  std::set<std::string> sections;     // membw, pool, ops, matvec, batch, attention, onednn
+  int reps = 15;                      // repetitions per case (median reported)
+  double budget_s = 3.0;              // stop repeating a case after this long (>= 3 samples)
+  int batch = 128;                    // n_tok of the batched cases
+  bool wants(const std::string& s) const { return sections.count(s) > 0; }
+};
+
+// This machine's measured speed limits, filled by the membw section.
+struct Peaks {
+  std::map<int, double> read_gbs;                       // by thread count: read-sum bandwidth
+  std::map<std::pair<int, int>, double> fma_gflops;     // by (isa, threads): f32 FMA throughput
+  double llc_bytes = 32.0 * 1024 * 1024;
+};
+
+struct Row {
+  std::string op, type, shape, isa;
+  int threads = 1;
+  double seconds = NAN;
+  double gbs = NAN;      // bytes streamed / time
+  double gflops = NAN;
+  double pct = NAN;      // of the relevant measured peak
+  std::string note;
+};
+
+void print_header();
+void print_row(const Row& row);
+
+// Median wall time of fn() over up to `reps` runs (at least 3, fewer than reps once `budget_s`
+// is spent). fn receives the repetition index (to rotate over weight copies).
+template <class Fn>
+double median_seconds(int reps, double budget_s, Fn&& fn) {
+  using clock = std::chrono::steady_clock;
+  std::vector<double> samples;
+  const auto start = clock::now();
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = clock::now();
+    fn(r);
+    const auto t1 = clock::now();
+    samples.push_back(std::chrono::duration<double>(t1 - t0).count());
+    if (r >= 2 && std::chrono::duration<double>(t1 - start).count() > budget_s) break;
+  }
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  return n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f);
+
+// Sections (each prints its rows).
+void run_membw(const BenchOptions& opt, Peaks& peaks);
+void run_pool(const BenchOptions& opt);
+void run_ops(const BenchOptions& opt, const Peaks& peaks);
+void run_matvec(const BenchOptions& opt, const Peaks& peaks);
+void run_batch(const BenchOptions& opt, const Peaks& peaks);
+void run_attention(const BenchOptions& opt, const Peaks& peaks);
+void run_onednn(const BenchOptions& opt, const Peaks& peaks);
+
+}  // namespace baton::bench

@@ -1,0 +1,153 @@
+// Matmul cases through the real driver: matvec (n_tok = 1, weights streamed from DRAM: the
+// copies rotated over total more than 4× the LLC) reported in GB/s against the measured read
+// bandwidth, and batched matmul (n_tok = --batch) in GFLOP/s against the measured FMA peak.
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <memory>
+
+#include "bench/kernel-bench/bench_util.h"
+#include "engine/base/aligned_buffer.h"
+#include "kernels/matmul.h"
+#include "kernels/thread_pool.h"
+
+namespace baton::bench {
+namespace {
+
+using kernels::Isa;
+
+struct Shape {
+  int64_t n_rows, k;
+};
+const Shape kShapes[] = {{4096, 4096}, {11008, 4096}};
+
+// Every type to run at `isa`: the requested ones, or all with a gemm and a quantizer.
+std::vector<GgmlType> bench_types(const BenchOptions& opt, Isa isa) {
+  std::vector<GgmlType> out;
+  auto usable = [&](GgmlType t) {
+    const kernels::TypeOps* ops = kernels::find_type_ops(t, isa);
+    return ops && ops->gemm && ops->from_float;
+  };
+  if (!opt.types.empty()) {
+    for (GgmlType t : opt.types)
+      if (usable(t)) out.push_back(t);
+    return out;
+  }
+  for (uint32_t id = 0; id < 64; ++id)
+    if (auto info = find_ggml_type(id); info && usable(info->type)) out.push_back(info->type);
+  return out;
+}
+
+// Weights of one type and shape, quantized once (on the pool) and copied `copies` times.
+struct WeightCopies {
+  std::vector<AlignedBuffer> copies;
+  size_t bytes = 0;
+  size_t row_bytes = 0;
+};
+
+WeightCopies make_weights(GgmlType type, const Shape& s, int copies, kernels::ThreadPool& pool) {
+  const kernels::TypeOps* ops = kernels::find_type_ops(type, kernels::active_isa());
+  const GgmlTypeInfo& info = require_ggml_type(type);
+  WeightCopies w;
+  w.row_bytes = static_cast<size_t>(s.k / info.block_size) * info.block_bytes;
+  w.bytes = w.row_bytes * static_cast<size_t>(s.n_rows);
+  const auto f = random_floats(static_cast<size_t>(s.n_rows * s.k), 1234);
+  w.copies.emplace_back(w.bytes);
+  auto* dst = w.copies[0].as<char>();
+  pool.run([&](int ith, int nth) {
+    for (int64_t r = ith; r < s.n_rows; r += nth)
+      ops->from_float(f.data() + r * s.k, dst + static_cast<size_t>(r) * w.row_bytes, s.k);
+  });
+  for (int c = 1; c < copies; ++c) {
+    w.copies.emplace_back(w.bytes);
+    std::memcpy(w.copies.back().data(), dst, w.bytes);
+  }
+  return w;
+}
+
+}  // namespace
+
+void run_matvec(const BenchOptions& opt, const Peaks& peaks) {
+  kernels::ThreadPool setup_pool(static_cast<int>(std::thread::hardware_concurrency()));
+  const auto act = random_floats(static_cast<size_t>(kShapes[1].k), 99);
+  std::vector<float> out(static_cast<size_t>(kShapes[1].n_rows));
+  // The union of types over the ISAs, so each type's weights are built once.
+  std::vector<GgmlType> types;
+  for (Isa isa : opt.isas)
+    for (GgmlType t : bench_types(opt, isa))
+      if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
+
+  for (GgmlType type : types) {
+    for (const Shape& s : kShapes) {
+      const GgmlTypeInfo& info = require_ggml_type(type);
+      const size_t bytes = static_cast<size_t>(s.k / info.block_size) * info.block_bytes * s.n_rows;
+      const int copies = std::max(2, static_cast<int>(std::ceil(4.0 * peaks.llc_bytes / bytes)) + 1);
+      WeightCopies w = make_weights(type, s, copies, setup_pool);
+      for (Isa isa : opt.isas) {
+        const kernels::TypeOps* wops = kernels::find_type_ops(type, isa);
+        if (!wops || !wops->gemm) continue;
+        const kernels::MatmulKernels mk{wops, kernels::find_type_ops(wops->vec_dot_type, isa)};
+        for (int nth : opt.threads) {
+          kernels::ThreadPool pool(nth);
+          kernels::MatmulDriver driver(pool);
+          auto run_once = [&](int rep) {
+            const kernels::MatmulTarget t{
+                kernels::WeightView{type, w.copies[static_cast<size_t>(rep) % w.copies.size()].data(), s.n_rows, s.k,
+                                    w.row_bytes, "bench"},
+                out.data(), static_cast<size_t>(s.n_rows), &mk};
+            driver.matmul(std::span<const kernels::MatmulTarget>(&t, 1), act.data(), static_cast<size_t>(s.k), 1);
+          };
+          run_once(0);  // warm-up (scratch, page tables)
+          const double sec = median_seconds(std::max(opt.reps, copies), opt.budget_s, run_once);
+          const double gbs = static_cast<double>(w.bytes) / sec / 1e9;
+          const auto bw = peaks.read_gbs.find(nth);
+          print_row(Row{"matvec", std::string(info.name), fmt::format("{}x{}", s.n_rows, s.k),
+                        std::string(kernels::isa_name(isa)), nth, sec, gbs,
+                        2.0 * static_cast<double>(s.n_rows * s.k) / sec / 1e9,
+                        bw != peaks.read_gbs.end() ? 100.0 * gbs / bw->second : NAN,
+                        fmt::format("{} copies", copies)});
+        }
+      }
+    }
+  }
+}
+
+void run_batch(const BenchOptions& opt, const Peaks& peaks) {
+  kernels::ThreadPool setup_pool(static_cast<int>(std::thread::hardware_concurrency()));
+  const Shape s = kShapes[0];
+  const int64_t n_tok = opt.batch;
+  const auto act = random_floats(static_cast<size_t>(n_tok * s.k), 98);
+  std::vector<float> out(static_cast<size_t>(n_tok * s.n_rows));
+  std::vector<GgmlType> types;
+  for (Isa isa : opt.isas)
+    for (GgmlType t : bench_types(opt, isa))
+      if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
+
+  for (GgmlType type : types) {
+    WeightCopies w = make_weights(type, s, 1, setup_pool);
+    for (Isa isa : opt.isas) {
+      const kernels::TypeOps* wops = kernels::find_type_ops(type, isa);
+      if (!wops || !wops->gemm) continue;
+      const kernels::MatmulKernels mk{wops, kernels::find_type_ops(wops->vec_dot_type, isa)};
+      for (int nth : opt.threads) {
+        kernels::ThreadPool pool(nth);
+        kernels::MatmulDriver driver(pool);
+        const kernels::MatmulTarget t{kernels::WeightView{type, w.copies[0].data(), s.n_rows, s.k, w.row_bytes, "bench"},
+                                      out.data(), static_cast<size_t>(s.n_rows), &mk};
+        auto run_once = [&](int) {
+          driver.matmul(std::span<const kernels::MatmulTarget>(&t, 1), act.data(), static_cast<size_t>(s.k), n_tok);
+        };
+        run_once(0);
+        const double sec = median_seconds(opt.reps, opt.budget_s, run_once);
+        const double gflops = 2.0 * static_cast<double>(s.n_rows * s.k * n_tok) / sec / 1e9;
+        const auto peak = peaks.fma_gflops.find({static_cast<int>(isa), nth});
+        print_row(Row{"matmul", std::string(require_ggml_type(type).name),
+                      fmt::format("{}x{} n_tok={}", s.n_rows, s.k, n_tok), std::string(kernels::isa_name(isa)), nth,
+                      sec, static_cast<double>(w.bytes) / sec / 1e9, gflops,
+                      peak != peaks.fma_gflops.end() ? 100.0 * gflops / peak->second : NAN, "% of f32 FMA peak"});
+      }
+    }
+  }
+}
+
+}  // namespace baton::bench
