@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libasio-dev libdnnl-dev libflatbuffers-dev flatbuffers-compiler libfmt-dev catch2 libyaml-cpp-dev
-  libpcre2-dev libssl-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libcpp-httplib-dev
+  libpcre2-dev libicu-dev libssl-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libcpp-httplib-dev
   clang libclang-rt-14-dev
 )
 missing=()

@@ -1,0 +1,223 @@
+#include "engine/cluster/cluster_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "engine/base/error.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail_at(const YAML::Node& node, const std::string& what) const {
+    int line = node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
+    fail("{}:{}: {}", source_, line, what);
+  }
+
+  template <class T>
+  T scalar(const YAML::Node& node, const std::string& field, const char* expected) const {
+    if (!node.IsScalar()) fail_at(node, fmt::format("{} must be {}", field, expected));
+    try {
+      return node.as<T>();
+    } catch (const YAML::Exception&) {
+      fail_at(node, fmt::format("{} must be {}, found '{}'", field, expected, node.Scalar()));
+    }
+  }
+
+  uint16_t port(const YAML::Node& node, const std::string& field) const {
+    auto v = scalar<int64_t>(node, field, "a port number (1-65535)");
+    if (v < 1 || v > 65535) fail_at(node, fmt::format("{} must be a port number (1-65535), found {}", field, v));
+    return static_cast<uint16_t>(v);
+  }
+
+  void only_keys(const YAML::Node& map, const std::string& where, std::initializer_list<const char*> allowed) const {
+    for (const auto& kv : map) {
+      auto key = kv.first.Scalar();
+      if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; }))
+        fail_at(kv.first, fmt::format("unknown field '{}' in {} (known: {})", key, where, fmt::join(allowed, ", ")));
+    }
+  }
+
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+};
+
+std::string resolve(const std::string& base_dir, const std::string& path) {
+  if (path.empty() || fs::path(path).is_absolute()) return path;
+  return (fs::path(base_dir) / path).lexically_normal().string();
+}
+
+NodeConfig parse_node(const Reader& r, const YAML::Node& n, size_t index) {
+  const std::string where = fmt::format("cluster.nodes[{}]", index);
+  if (!n.IsMap()) r.fail_at(n, where + " must be a mapping {id, host, port, layers, weight}");
+  r.only_keys(n, where, {"id", "host", "port", "layers", "weight"});
+  NodeConfig node;
+  node.line = n.Mark().line + 1;
+  for (const char* required : {"id", "host", "port"})
+    if (!n[required]) r.fail_at(n, fmt::format("{}.{} is missing", where, required));
+  node.id = r.scalar<std::string>(n["id"], where + ".id", "a string");
+  if (node.id.empty()) r.fail_at(n["id"], where + ".id must not be empty");
+  node.host = r.scalar<std::string>(n["host"], where + ".host", "a host name or address");
+  node.port = r.port(n["port"], where + ".port");
+  if (n["weight"]) {
+    node.weight = r.scalar<double>(n["weight"], where + ".weight", "a positive number");
+    if (!(node.weight > 0) || !std::isfinite(node.weight))
+      r.fail_at(n["weight"], fmt::format("{}.weight must be a positive number, found {}", where, node.weight));
+  }
+  const YAML::Node layers = n["layers"];
+  if (!layers || (layers.IsScalar() && layers.Scalar() == "auto")) return node;
+  if (!layers.IsSequence() || layers.size() != 2)
+    r.fail_at(layers, where + ".layers must be [first, last] (inclusive) or auto");
+  int64_t first = r.scalar<int64_t>(layers[0], where + ".layers[0]", "a layer index");
+  int64_t last = r.scalar<int64_t>(layers[1], where + ".layers[1]", "a layer index");
+  if (first < 0 || last < first)
+    r.fail_at(layers, fmt::format("{}.layers [{}, {}] must satisfy 0 <= first <= last", where, first, last));
+  node.layers = std::pair{first, last};
+  return node;
+}
+
+}  // namespace
+
+ClusterConfig parse_cluster_config(const std::string& text, const std::string& source, const std::string& base_dir) {
+  Reader r(source);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    fail("{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.msg);
+  }
+  if (!root.IsMap()) fail("{}: the top level must be a mapping with 'model' and 'cluster'", source);
+  r.only_keys(root, "the top level", {"model", "cluster"});
+  ClusterConfig c;
+  c.source = source;
+  if (!root["model"]) fail("{}: 'model' (the coordinator's GGUF file) is missing", source);
+  c.model = resolve(base_dir, r.scalar<std::string>(root["model"], "model", "a file path"));
+  const YAML::Node cl = root["cluster"];
+  if (!cl) fail("{}: 'cluster' is missing", source);
+  if (!cl.IsMap()) r.fail_at(cl, "cluster must be a mapping");
+  r.only_keys(cl, "cluster",
+              {"master", "secret_file", "insecure", "nodes", "connect_timeout", "load_timeout", "registry"});
+  if (const YAML::Node m = cl["master"]) {
+    if (!m.IsMap()) r.fail_at(m, "cluster.master must be a mapping {host, port, control_port}");
+    r.only_keys(m, "cluster.master", {"host", "port", "control_port"});
+    if (m["host"]) c.master_host = r.scalar<std::string>(m["host"], "cluster.master.host", "a host");
+    if (m["port"]) c.master_port = r.port(m["port"], "cluster.master.port");
+    if (m["control_port"]) c.control_port = r.port(m["control_port"], "cluster.master.control_port");
+  }
+  if (cl["secret_file"])
+    c.secret_file = resolve(base_dir, r.scalar<std::string>(cl["secret_file"], "cluster.secret_file", "a file path"));
+  if (cl["insecure"]) c.insecure = r.scalar<bool>(cl["insecure"], "cluster.insecure", "true or false");
+  if (c.secret_file.empty() && !c.insecure)
+    fail("{}: cluster.secret_file is missing; set it, or `insecure: true` to run without authentication", source);
+  if (!c.secret_file.empty() && c.insecure)
+    fail("{}: cluster.secret_file and `insecure: true` contradict each other", source);
+  if (cl["connect_timeout"]) c.connect_timeout_s = r.scalar<double>(cl["connect_timeout"], "cluster.connect_timeout", "seconds");
+  if (cl["load_timeout"]) c.load_timeout_s = r.scalar<double>(cl["load_timeout"], "cluster.load_timeout", "seconds");
+  if (cl["registry"]) c.registry = r.scalar<std::string>(cl["registry"], "cluster.registry", "etcd://host:port/prefix");
+  if (c.control_port == 0) c.control_port = static_cast<uint16_t>(c.master_port == 65535 ? 0 : c.master_port + 1);
+
+  const YAML::Node nodes = cl["nodes"];
+  if (!nodes) fail("{}: cluster.nodes is missing (a list of nodes, or `auto`)", source);
+  if (nodes.IsScalar() && nodes.Scalar() == "auto") {
+    c.nodes_auto = true;
+  } else {
+    if (!nodes.IsSequence()) r.fail_at(nodes, "cluster.nodes must be a list of nodes or `auto`");
+    for (size_t i = 0; i < nodes.size(); ++i) c.nodes.push_back(parse_node(r, nodes[i], i));
+    if (c.nodes.empty()) r.fail_at(nodes, "cluster.nodes is empty");
+  }
+  std::map<std::string, int> ids, addresses;
+  for (const auto& n : c.nodes) {
+    if (auto [it, fresh] = ids.emplace(n.id, n.line); !fresh)
+      fail("{}:{}: node id '{}' is used twice (also on line {})", source, n.line, n.id, it->second);
+    auto address = fmt::format("{}:{}", n.host, n.port);
+    if (auto [it, fresh] = addresses.emplace(address, n.line); !fresh)
+      fail("{}:{}: node '{}' has address {}, already used on line {}", source, n.line, n.id, address, it->second);
+  }
+  return c;
+}
+
+ClusterConfig parse_cluster_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read cluster config {}", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_cluster_config(text.str(), path, fs::path(path).parent_path().string());
+}
+
+std::vector<NodePlan> plan_layers(const ClusterConfig& config, int64_t n_layer) {
+  const auto& nodes = config.nodes;
+  if (nodes.empty()) fail("{}: no nodes to place the model's {} layers on", config.source, n_layer);
+  size_t n_auto = static_cast<size_t>(std::count_if(nodes.begin(), nodes.end(), [](auto& n) { return !n.layers; }));
+  std::vector<NodePlan> plan;
+  for (const auto& n : nodes) plan.push_back({n.id, n.host, n.port, 0, 0});
+
+  if (n_auto == nodes.size()) {
+    if (static_cast<int64_t>(nodes.size()) > n_layer)
+      fail("{}: {} nodes but the model has only {} layers; every node needs at least one", config.source,
+           nodes.size(), n_layer);
+    double total = 0;
+    for (const auto& n : nodes) total += n.weight;
+    // Cumulative rounding keeps the split contiguous and exact; each node gets >= 1 layer.
+    double acc = 0;
+    int64_t begin = 0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      acc += nodes[i].weight;
+      int64_t end = i + 1 == nodes.size() ? n_layer : static_cast<int64_t>(std::llround(acc / total * n_layer));
+      int64_t remaining_nodes = static_cast<int64_t>(nodes.size() - i - 1);
+      end = std::clamp(end, begin + 1, n_layer - remaining_nodes);
+      plan[i].first = begin;
+      plan[i].last = end;
+      begin = end;
+    }
+    return plan;
+  }
+  if (n_auto != 0)
+    fail("{}: some nodes have explicit layers and others `auto`; use one or the other for all nodes", config.source);
+
+  std::vector<std::vector<std::string>> owners(static_cast<size_t>(n_layer));
+  std::vector<std::string> beyond;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    auto [first, last] = *nodes[i].layers;
+    if (last >= n_layer)
+      beyond.push_back(fmt::format("{} (line {}) has layers [{}, {}] but the model has layers 0..{}", nodes[i].id,
+                                   nodes[i].line, first, last, n_layer - 1));
+    for (int64_t l = first; l <= std::min(last, n_layer - 1); ++l) owners[l].push_back(nodes[i].id);
+    plan[i].first = first;
+    plan[i].last = last + 1;
+  }
+  if (!beyond.empty()) fail("{}: {}", config.source, fmt::join(beyond, "; "));
+  std::vector<std::string> problems;
+  std::vector<int64_t> missing;
+  for (int64_t l = 0; l < n_layer; ++l) {
+    if (owners[l].empty()) missing.push_back(l);
+    if (owners[l].size() > 1)
+      problems.push_back(fmt::format("layer {} is assigned to {}", l, fmt::join(owners[l], " and ")));
+  }
+  if (!missing.empty()) problems.insert(problems.begin(), fmt::format("layers {} are not assigned to any node", fmt::join(missing, ", ")));
+  if (!problems.empty()) fail("{}: {}", config.source, fmt::join(problems, "; "));
+  // The chain visits nodes in listed order: each range must start where the previous ended.
+  for (size_t i = 1; i < plan.size(); ++i)
+    if (plan[i].first != plan[i - 1].last)
+      fail("{}: node {} starts at layer {} but the previous node {} ends at layer {}: list nodes in layer order",
+           config.source, plan[i].id, plan[i].first, plan[i - 1].id, plan[i - 1].last - 1);
+  return plan;
+}
+
+}  // namespace baton

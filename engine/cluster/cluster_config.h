@@ -1,0 +1,63 @@
+// The cluster topology file (YAML) of engine-coordinator, and the layer plan derived from it.
+//
+//   model: models/llama.Q4_K_M.gguf          # the coordinator's copy: tokenizer, embeddings, output head
+//   cluster:
+//     master: { host: 127.0.0.1, port: 8021 } # HTTP API; control_port defaults to port + 1
+//     secret_file: cluster.secret             # or `insecure: true`
+//     nodes:
+//       - { id: node-01, host: 10.0.0.11, port: 8010, layers: [0, 1], weight: 32 }  # inclusive
+//       - { id: node-02, host: 10.0.0.12, port: 8010, layers: auto, weight: 16 }
+//
+// Parsing checks types and required fields; every error names the file, the line and the field.
+// plan_layers() checks the layer assignment against the model's n_layer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace baton {
+
+struct NodeConfig {
+  std::string id;
+  std::string host;
+  uint16_t port = 0;
+  std::optional<std::pair<int64_t, int64_t>> layers;  // [first, last] inclusive; nullopt = auto
+  double weight = 1.0;                                // relative capacity (memory in GB) for auto
+  int line = 0;                                       // where it is defined, for messages
+};
+
+struct ClusterConfig {
+  std::string source;            // the file name, for messages
+  std::string model;             // resolved relative to the YAML file's directory
+  std::string master_host = "127.0.0.1";
+  uint16_t master_port = 8021;
+  uint16_t control_port = 0;     // 0 = master_port + 1
+  std::string secret_file;       // resolved like model
+  bool insecure = false;
+  double connect_timeout_s = 30; // connecting to all nodes, with retry and backoff
+  double load_timeout_s = 300;   // Prepare → Ready for every node
+  std::string registry;          // "" (embedded) or etcd://host:port/prefix
+  bool nodes_auto = false;       // `nodes: auto`
+  std::vector<NodeConfig> nodes;
+};
+
+// Throws baton::Error naming the file, line and field.
+ClusterConfig parse_cluster_config_file(const std::string& path);
+ClusterConfig parse_cluster_config(const std::string& yaml_text, const std::string& source,
+                                   const std::string& base_dir = ".");
+
+struct NodePlan {
+  std::string id, host;
+  uint16_t port = 0;
+  int64_t first = 0, last = 0;  // [first, last) — exclusive end in code
+};
+
+// Layer ranges for every node in listed order. Explicit ranges must cover 0..n_layer-1 exactly
+// once (the error names the missing or doubly assigned layers and the nodes involved); `auto`
+// on every node splits the layers contiguously in proportion to weight (each node >= 1 layer).
+// Mixing explicit and auto ranges is refused. Duplicate ids or addresses are refused.
+std::vector<NodePlan> plan_layers(const ClusterConfig& config, int64_t n_layer);
+
+}  // namespace baton
