@@ -1,15 +1,16 @@
-// AVX-512 (F/BW/VL/DQ) K-quant kernels: dequantization, the Q8_K activation quantizer and the
-// row-parallel gemm used for decode and small batches. Tiles of R rows x T tokens (R * T <= 16
-// lanes) unpack each super-block of a row once (kquant_unpack.h) and reuse it for T tokens;
-// each (row, token) integer sum is exact and is reduced to one lane per super-block, so the
-// float steps run lane-wise in the order of the contract in kquant_kernels.h.
-// The VNNI token-parallel kernel for larger batches is in kquant_vnni_avx512.cpp.
-#include "kernels/kquant_avx512.h"
+// AVX-512 (F/BW/VL/DQ) K-quant kernels: 512-bit dequantization and Q8_K activation quantizer.
+// The gemm is the 256-bit row-parallel kernel of kquant_rows256.h built for x86-64-v4: on
+// Zen 4, whose 512-bit integer ops run at half rate, a zmm version of it measured 1.7x slower
+// for decode. The VNNI token-parallel kernel for batches is in kquant_vnni_avx512.cpp.
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/blocks_k.h"
 #include "kernels/kquant_kernels.h"
+#include "kernels/kquant_rows256.h"
+#include "kernels/kquant_unpack.h"
 
 namespace baton::kernels::avx512 {
 namespace {
@@ -37,98 +38,6 @@ void dequantize(const void* src, float* dst, int64_t n) {
       _mm512_storeu_ps(dst + 16 * s, y);
     }
   }
-}
-
-// One tile: rows w[0..R), tokens a[0..T) (pointers may repeat to pad a partial tile); the
-// result of (row r, token t) goes to res[r * T + t].
-template <class Fmt, int R, int T>
-void gemm_tile(int64_t nb, const uint8_t* const* w, const uint8_t* const* a, float* res) {
-  static_assert(R * T <= 16);
-  Unpacked u[R];
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    for (int r = 0; r < R; ++r) Fmt::unpack(w[r] + b * static_cast<int64_t>(Fmt::kBytes), u[r]);
-    const uint8_t* ab[T];
-    for (int t = 0; t < T; ++t) ab[t] = a[t] + b * static_cast<int64_t>(sizeof(BlockQ8K));
-
-    __m512i sum[16];
-    for (auto& s : sum) s = _mm512_setzero_si512();
-    for (int c = 0; c < 4; ++c) {
-      for (int r = 0; r < R; ++r) {
-        const __m512i wq = _mm512_load_si512(u[r].q + 64 * c);
-        const __m512i sc = chunk_scales(u[r], c);
-        for (int t = 0; t < T; ++t) {
-          const __m512i aq = _mm512_loadu_si512(ab[t] + offsetof(BlockQ8K, qs) + 64 * c);
-          sum[r * T + t] = _mm512_add_epi32(sum[r * T + t], _mm512_madd_epi16(_mm512_maddubs_epi16(wq, aq), sc));
-        }
-      }
-    }
-    __m256i corr[16];
-    for (auto& s : corr) s = _mm256_setzero_si256();
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) corr[r * T + t] = _mm256_madd_epi16(load_corr(u[r]), load_bsums(ab[t]));
-    if constexpr (Fmt::kKind == Kind::kOffset)
-      for (int i = 0; i < R * T; ++i) sum[i] = _mm512_add_epi32(sum[i], _mm512_zextsi256_si512(corr[i]));
-
-    alignas(64) float dw[16] = {}, da[16] = {}, dm[16] = {};
-    for (int r = 0; r < R; ++r) {
-      for (int t = 0; t < T; ++t) {
-        dw[r * T + t] = u[r].d;
-        dm[r * T + t] = u[r].dmin;
-        da[r * T + t] = a_scale(ab[t]);
-      }
-    }
-    const __m512 vda = _mm512_load_ps(da);
-    acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_load_ps(dw), vda), _mm512_cvtepi32_ps(reduce16(sum)), acc);
-    if constexpr (Fmt::kKind == Kind::kMins)
-      acc = _mm512_fnmadd_ps(_mm512_mul_ps(_mm512_load_ps(dm), vda), _mm512_cvtepi32_ps(reduce16(corr)), acc);
-  }
-  _mm512_storeu_ps(res, acc);
-}
-
-template <class Fmt, int R, int T>
-void gemm_tiles(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                int64_t n_tok, float* out, size_t out_stride) {
-  const int64_t nb = k / kQK_K;
-  const uint8_t* w8 = static_cast<const uint8_t*>(w);
-  const uint8_t* a8 = static_cast<const uint8_t*>(a);
-  for (int64_t r0 = 0; r0 < n_rows; r0 += R) {
-    const int64_t nr = std::min<int64_t>(R, n_rows - r0);
-    const uint8_t* wr[R];
-    for (int r = 0; r < R; ++r) wr[r] = w8 + static_cast<size_t>(r0 + std::min<int64_t>(r, nr - 1)) * w_stride;
-    for (int64_t t0 = 0; t0 < n_tok; t0 += T) {
-      const int64_t nt = std::min<int64_t>(T, n_tok - t0);
-      const uint8_t* at[T];
-      for (int t = 0; t < T; ++t) at[t] = a8 + static_cast<size_t>(t0 + std::min<int64_t>(t, nt - 1)) * a_stride;
-      alignas(64) float res[16];
-      if (nr == R) {
-        gemm_tile<Fmt, R, T>(nb, wr, at, res);
-      } else {
-        // A partial row tile: run it row by row, so a lone row costs one row.
-        for (int64_t r = 0; r < nr; ++r) {
-          alignas(64) float one[16];
-          gemm_tile<Fmt, 1, T>(nb, wr + r, at, one);
-          for (int t = 0; t < T; ++t) res[r * T + t] = one[t];
-        }
-      }
-      for (int64_t t = 0; t < nt; ++t)
-        for (int64_t r = 0; r < nr; ++r)
-          out[static_cast<size_t>(t0 + t) * out_stride + static_cast<size_t>(r0 + r)] = res[r * T + t];
-    }
-  }
-}
-
-template <class Fmt>
-void gemm_rows(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride) {
-  if (n_tok == 1)
-    gemm_tiles<Fmt, 8, 1>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
-  else if (n_tok == 2)
-    gemm_tiles<Fmt, 8, 2>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
-  else if (n_tok == 3)
-    gemm_tiles<Fmt, 5, 3>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
-  else
-    gemm_tiles<Fmt, 4, 4>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
 }  // namespace
@@ -173,19 +82,19 @@ void dequantize_q5_k(const void* src, float* dst, int64_t n) { dequantize<kq::Fm
 void dequantize_q6_k(const void* src, float* dst, int64_t n) { dequantize<kq::FmtQ6K>(src, dst, n); }
 
 void gemm_q2_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
-  gemm_rows<kq::FmtQ2K>(k, w, ws, nr, a, as, nt, out, os);
+  kq::gemm_rows256<kq::FmtQ2K>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q3_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
-  gemm_rows<kq::FmtQ3K>(k, w, ws, nr, a, as, nt, out, os);
+  kq::gemm_rows256<kq::FmtQ3K>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q4_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
-  gemm_rows<kq::FmtQ4K>(k, w, ws, nr, a, as, nt, out, os);
+  kq::gemm_rows256<kq::FmtQ4K>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q5_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
-  gemm_rows<kq::FmtQ5K>(k, w, ws, nr, a, as, nt, out, os);
+  kq::gemm_rows256<kq::FmtQ5K>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q6_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
-  gemm_rows<kq::FmtQ6K>(k, w, ws, nr, a, as, nt, out, os);
+  kq::gemm_rows256<kq::FmtQ6K>(k, w, ws, nr, a, as, nt, out, os);
 }
 
 }  // namespace baton::kernels::avx512

@@ -16,8 +16,9 @@
 
 #pragma GCC target("avx512vnni")
 
-#include "kernels/kquant_avx512.h"
+#include "kernels/blocks_k.h"
 #include "kernels/kquant_kernels.h"
+#include "kernels/kquant_unpack.h"
 #include "kernels/type_ops.h"
 
 namespace baton::kernels::avx512 {
@@ -106,15 +107,25 @@ void repack_tokens(const uint8_t* a, size_t a_stride, int64_t t0, int64_t n, int
   }
 }
 
-// sum_s sc_s * sum_{e in s} q_e of one unpacked super-block.
+// sum_s sc_s * sum_{e in s} q_e of one unpacked super-block: pair sums of the quants
+// (vpmaddubsw by 1), times the scale of their sub-block (vpdpwssd), summed.
 int32_t scale_weighted_qsum(const Unpacked& u) {
-  int32_t total = 0;
-  for (int s = 0; s < 16; ++s) {
-    const __m128i q = _mm_load_si128(reinterpret_cast<const __m128i*>(u.q + 16 * s));
-    const __m128i sad = _mm_sad_epu8(q, _mm_setzero_si128());
-    total += u.sc[s] * (_mm_cvtsi128_si32(sad) + _mm_extract_epi16(sad, 4));
+  static const __m512i kScaleIndex[4] = {
+      _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+      _mm512_set_epi16(7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 6, 6, 6, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 4),
+      _mm512_set_epi16(11, 11, 11, 11, 11, 11, 11, 11, 10, 10, 10, 10, 10, 10, 10, 10, 9, 9, 9, 9, 9, 9, 9, 9, 8, 8, 8,
+                       8, 8, 8, 8, 8),
+      _mm512_set_epi16(15, 15, 15, 15, 15, 15, 15, 15, 14, 14, 14, 14, 14, 14, 14, 14, 13, 13, 13, 13, 13, 13, 13, 13,
+                       12, 12, 12, 12, 12, 12, 12, 12),
+  };
+  const __m512i sc = _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc)));
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i acc = _mm512_setzero_si512();
+  for (int c = 0; c < 4; ++c) {
+    const __m512i pairs = _mm512_maddubs_epi16(_mm512_load_si512(u.q + 64 * c), ones);
+    acc = _mm512_dpwssd_epi32(acc, pairs, _mm512_permutexvar_epi16(kScaleIndex[c], sc));
   }
-  return total;
+  return _mm512_reduce_add_epi32(acc);
 }
 
 inline __m512i broadcast_dword(const void* p) {
