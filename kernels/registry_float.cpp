@@ -1,0 +1,40 @@
+// The kernel table of the float formats: F32, F16 and BF16 weights multiply activations of
+// the same type (llama.cpp's vec_dot_type). Every ISA has its own variant of each.
+#include "kernels/float_kernels.h"
+#include "kernels/type_ops_registry.h"
+
+namespace baton::kernels::detail {
+namespace {
+
+constexpr TypeOps kF32[] = {
+    {GgmlType::kF32, GgmlType::kF32, scalar::f32_to_float, scalar::copy_f32, scalar::gemm_f32},
+    {GgmlType::kF32, GgmlType::kF32, scalar::f32_to_float, scalar::copy_f32, avx2::gemm_f32},
+    {GgmlType::kF32, GgmlType::kF32, scalar::f32_to_float, scalar::copy_f32, avx512::gemm_f32},
+};
+constexpr TypeOps kF16[] = {
+    {GgmlType::kF16, GgmlType::kF16, scalar::f16_to_float, scalar::float_to_f16, scalar::gemm_f16},
+    {GgmlType::kF16, GgmlType::kF16, avx2::f16_to_float, avx2::float_to_f16, avx2::gemm_f16},
+    {GgmlType::kF16, GgmlType::kF16, avx512::f16_to_float, avx512::float_to_f16, avx512::gemm_f16},
+};
+constexpr TypeOps kBF16[] = {
+    {GgmlType::kBF16, GgmlType::kBF16, scalar::bf16_to_float, scalar::float_to_bf16,
+     scalar::gemm_bf16},
+    {GgmlType::kBF16, GgmlType::kBF16, avx2::bf16_to_float, avx2::float_to_bf16, avx2::gemm_bf16},
+    {GgmlType::kBF16, GgmlType::kBF16, avx512::bf16_to_float, avx512::float_to_bf16,
+     avx512::gemm_bf16},
+};
+
+}  // namespace
+
+const TypeOps* float_type_ops(GgmlType type, Isa isa) {
+  const int i = static_cast<int>(isa);
+  if (i < 0 || i > 2) return nullptr;
+  switch (type) {
+    case GgmlType::kF32: return &kF32[i];
+    case GgmlType::kF16: return &kF16[i];
+    case GgmlType::kBF16: return &kBF16[i];
+    default: return nullptr;
+  }
+}
+
+}  // namespace baton::kernels::detail

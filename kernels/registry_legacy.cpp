@@ -1,0 +1,82 @@
+// The kernel table of the legacy block formats. vec_dot_type as in llama.cpp: Q4_0, Q5_0 and
+// Q8_0 weights multiply Q8_0 activations, Q4_1 and Q5_1 multiply Q8_1; Q8_1 is an activation
+// format only (no gemm). Weight quantizers are the scalar *_ref ones on every ISA (they run
+// offline); Q8_0's from_float is the activation quantizer (see legacy_kernels.h).
+#include "kernels/legacy_kernels.h"
+#include "kernels/type_ops_registry.h"
+
+namespace baton::kernels::detail {
+namespace {
+
+struct IsaFns {
+  ToFloatFn dq4_0, dq4_1, dq5_0, dq5_1, dq8_0, dq8_1;
+  FromFloatFn q8_0, q8_1;
+  GemmFn g4_0, g4_1, g5_0, g5_1, g8_0;
+};
+
+constexpr IsaFns kScalarFns = {
+    scalar::dequantize_q4_0, scalar::dequantize_q4_1, scalar::dequantize_q5_0,
+    scalar::dequantize_q5_1, scalar::dequantize_q8_0, scalar::dequantize_q8_1,
+    scalar::quantize_q8_0,   scalar::quantize_q8_1,   scalar::gemm_q4_0,
+    scalar::gemm_q4_1,       scalar::gemm_q5_0,       scalar::gemm_q5_1,
+    scalar::gemm_q8_0};
+constexpr IsaFns kAvx2Fns = {
+    avx2::dequantize_q4_0, avx2::dequantize_q4_1, avx2::dequantize_q5_0, avx2::dequantize_q5_1,
+    avx2::dequantize_q8_0, avx2::dequantize_q8_1, avx2::quantize_q8_0,   avx2::quantize_q8_1,
+    avx2::gemm_q4_0,       avx2::gemm_q4_1,       avx2::gemm_q5_0,       avx2::gemm_q5_1,
+    avx2::gemm_q8_0};
+constexpr IsaFns kAvx512Fns = {
+    avx512::dequantize_q4_0, avx512::dequantize_q4_1, avx512::dequantize_q5_0,
+    avx512::dequantize_q5_1, avx512::dequantize_q8_0, avx512::dequantize_q8_1,
+    avx512::quantize_q8_0,   avx512::quantize_q8_1,   avx512::gemm_q4_0,
+    avx512::gemm_q4_1,       avx512::gemm_q5_0,       avx512::gemm_q5_1,
+    avx512::gemm_q8_0};
+
+IsaFns with_vnni(IsaFns f) {
+  f.g4_0 = avx512::gemm_q4_0_vnni;
+  f.g4_1 = avx512::gemm_q4_1_vnni;
+  f.g5_0 = avx512::gemm_q5_0_vnni;
+  f.g5_1 = avx512::gemm_q5_1_vnni;
+  f.g8_0 = avx512::gemm_q8_0_vnni;
+  return f;
+}
+
+enum Slot { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ8_1, kSlots };
+
+struct Table {
+  TypeOps ops[3][kSlots];
+};
+
+Table build() {
+  Table t;
+  const IsaFns fns[3] = {kScalarFns, kAvx2Fns, has_avx512_vnni() ? with_vnni(kAvx512Fns) : kAvx512Fns};
+  for (int i = 0; i < 3; ++i) {
+    const IsaFns& f = fns[i];
+    t.ops[i][kQ4_0] = {GgmlType::kQ4_0, GgmlType::kQ8_0, f.dq4_0, scalar::quantize_q4_0_ref, f.g4_0};
+    t.ops[i][kQ4_1] = {GgmlType::kQ4_1, GgmlType::kQ8_1, f.dq4_1, scalar::quantize_q4_1_ref, f.g4_1};
+    t.ops[i][kQ5_0] = {GgmlType::kQ5_0, GgmlType::kQ8_0, f.dq5_0, scalar::quantize_q5_0_ref, f.g5_0};
+    t.ops[i][kQ5_1] = {GgmlType::kQ5_1, GgmlType::kQ8_1, f.dq5_1, scalar::quantize_q5_1_ref, f.g5_1};
+    t.ops[i][kQ8_0] = {GgmlType::kQ8_0, GgmlType::kQ8_0, f.dq8_0, f.q8_0, f.g8_0};
+    t.ops[i][kQ8_1] = {GgmlType::kQ8_1, GgmlType::kQ8_1, f.dq8_1, f.q8_1, nullptr};
+  }
+  return t;
+}
+
+}  // namespace
+
+const TypeOps* legacy_quant_type_ops(GgmlType type, Isa isa) {
+  static const Table table = build();
+  const int i = static_cast<int>(isa);
+  if (i < 0 || i > 2) return nullptr;
+  switch (type) {
+    case GgmlType::kQ4_0: return &table.ops[i][kQ4_0];
+    case GgmlType::kQ4_1: return &table.ops[i][kQ4_1];
+    case GgmlType::kQ5_0: return &table.ops[i][kQ5_0];
+    case GgmlType::kQ5_1: return &table.ops[i][kQ5_1];
+    case GgmlType::kQ8_0: return &table.ops[i][kQ8_0];
+    case GgmlType::kQ8_1: return &table.ops[i][kQ8_1];
+    default: return nullptr;
+  }
+}
+
+}  // namespace baton::kernels::detail

@@ -1,6 +1,0 @@
-// Placeholder until the legacy kernel family lands: no types.
-#include "kernels/type_ops_registry.h"
-
-namespace baton::kernels::detail {
-const TypeOps* legacy_quant_type_ops(GgmlType, Isa) { return nullptr; }
-}  // namespace baton::kernels::detail
