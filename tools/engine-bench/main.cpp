@@ -1,0 +1,184 @@
+// engine-bench: prompt-processing and generation speed, printed like llama-bench so tools
+// that read its tables read ours:
+//   engine-bench -m FILE -p 128 -n 64 -t 2 [-r 5] [-o md|json]
+// ppN: one batch of N prompt tokens through every layer (logits of the last only);
+// tgN: N single-token steps from an empty context, each with its logits.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "engine/runtime/local_model.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string model, output = "md";
+  std::vector<int> n_prompt = {128}, n_gen = {64}, threads = {0};
+  int reps = 5;
+};
+
+struct Stats {
+  double mean = 0, sd = 0;
+};
+
+Stats stats(const std::vector<double>& v) {
+  Stats s;
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+  for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
+  s.sd = v.size() > 1 ? std::sqrt(s.sd / (v.size() - 1)) : 0;
+  return s;
+}
+
+class Bench {
+ public:
+  Bench(baton::LocalModel& m) : m_(m), rng_(42) {}
+
+  // Seconds for one batch of n prompt tokens from position 0.
+  double prompt(int n) {
+    auto tokens = random_tokens(n);
+    baton::TokenBatch batch;
+    for (int i = 0; i < n; ++i) batch.add(1, i, i + 1 == n);
+    auto t0 = Clock::now();
+    run(batch, tokens);
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    m_.layers().reset_sequence(1);
+    return s;
+  }
+
+  // Seconds for n single-token steps from position 0.
+  double generate(int n) {
+    auto tokens = random_tokens(n);
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      baton::TokenBatch batch;
+      batch.add(1, i, true);
+      run(batch, std::span<const int32_t>(&tokens[i], 1));
+    }
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    m_.layers().reset_sequence(1);
+    return s;
+  }
+
+ private:
+  std::vector<int32_t> random_tokens(int n) {
+    std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(m_.head().n_vocab() - 1));
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (auto& x : t) x = d(rng_);
+    return t;
+  }
+  void run(const baton::TokenBatch& batch, std::span<const int32_t> tokens) {
+    hidden_.resize(tokens.size() * static_cast<size_t>(m_.config().n_embd));
+    m_.head().embed(tokens, hidden_.data());
+    m_.layers().forward(batch, hidden_, out_);
+    logits_.resize(static_cast<size_t>(m_.head().n_vocab()) * batch.n_outputs());
+    m_.head().logits(out_.data(), static_cast<int64_t>(batch.n_outputs()), logits_.data());
+  }
+
+  baton::LocalModel& m_;
+  std::mt19937 rng_;
+  std::vector<float> hidden_, out_, logits_;
+};
+
+std::string human_size(double bytes) {
+  if (bytes >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
+  return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024));
+}
+
+std::string model_type(const baton::LocalModel& m) {
+  const auto& md = m.file()->metadata();
+  std::string ftype = "?";
+  if (auto ft = md.find_uint("general.file_type")) {
+    static const char* names[] = {"F32", "F16", "Q4_0", "Q4_1", "?", "?", "?", "Q8_0", "Q5_0", "Q5_1", "Q2_K",
+                                  "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K"};
+    if (*ft < std::size(names)) ftype = names[*ft];
+    if (*ft == 32) ftype = "BF16";
+  }
+  return fmt::format("{} {}L {}", m.config().arch_name, m.config().n_layer, ftype);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Measure prompt processing and generation speed (llama-bench compatible output)"};
+  Options o;
+  app.add_option("-m,--model", o.model, "GGUF model")->required();
+  app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens (pp tests)")->delimiter(',');
+  app.add_option("-n,--n-gen", o.n_gen, "generated tokens (tg tests)")->delimiter(',');
+  app.add_option("-t,--threads", o.threads, "threads (0 = all cores)")->delimiter(',');
+  app.add_option("-r,--repetitions", o.reps, "repetitions per test")->check(CLI::Range(1, 1000));
+  app.add_option("-o,--output", o.output, "md or json")->check(CLI::IsMember({"md", "json"}));
+  CLI11_PARSE(app, argc, argv);
+  try {
+    nlohmann::json results = nlohmann::json::array();
+    bool header = false;
+    for (int threads : o.threads) {
+      baton::LocalModelOptions lo;
+      lo.threads = threads;
+      int max_tokens = std::max(*std::max_element(o.n_prompt.begin(), o.n_prompt.end()),
+                                *std::max_element(o.n_gen.begin(), o.n_gen.end()));
+      lo.n_ctx = std::max(256, max_tokens + 16);
+      baton::LocalModel model(o.model, lo);
+      Bench bench(model);
+      const int nth = model.pool().n_threads();
+      const double size = static_cast<double>(model.file()->total_file_bytes());
+      const double weight_bytes = static_cast<double>(model.layers().weight_bytes());
+      uint64_t n_params = 0;
+      for (const auto& t : model.file()->tensors()) n_params += t.n_elements();
+      bench.generate(2);  // warm up: page in the weights, spin up the pool
+      auto report = [&](const std::string& test, int n, std::vector<double> seconds) {
+        std::vector<double> tps;
+        for (double s : seconds) tps.push_back(n / s);
+        Stats st = stats(tps);
+        if (o.output == "md") {
+          if (!header) {
+            fmt::print("| model | size | params | backend | threads | test | t/s |\n");
+            fmt::print("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
+            header = true;
+          }
+          fmt::print("| {} | {} | {:.2f} M | CPU | {} | {} | {:.2f} ± {:.2f} |\n", model_type(model), human_size(size),
+                     n_params / 1e6, nth, test, st.mean, st.sd);
+        }
+        results.push_back({{"model", o.model}, {"model_type", model_type(model)}, {"size", size},
+                           {"params", n_params}, {"threads", nth}, {"test", test}, {"avg_ts", st.mean},
+                           {"stddev_ts", st.sd}, {"samples_ts", tps},
+                           {"layer_weight_gbps", test.rfind("tg", 0) == 0 ? weight_bytes * st.mean / 1e9 : 0.0}});
+      };
+      for (int p : o.n_prompt) {
+        if (p <= 0) continue;
+        std::vector<double> s;
+        for (int r = 0; r < o.reps; ++r) s.push_back(bench.prompt(p));
+        report(fmt::format("pp{}", p), p, s);
+      }
+      for (int n : o.n_gen) {
+        if (n <= 0) continue;
+        std::vector<double> s;
+        for (int r = 0; r < o.reps; ++r) s.push_back(bench.generate(n));
+        report(fmt::format("tg{}", n), n, s);
+      }
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    if (o.output == "json") {
+      fmt::print("{}\n", results.dump(2));
+    } else {
+      for (const auto& r : results)
+        if (r["layer_weight_gbps"].get<double>() > 0)
+          fmt::print("# {}: layer weights streamed at {:.1f} GB/s\n", r["test"].get<std::string>(),
+                     r["layer_weight_gbps"].get<double>());
+      fmt::print("# peak resident memory: {}\n", human_size(ru.ru_maxrss * 1024.0));
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}
