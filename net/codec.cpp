@@ -1,0 +1,417 @@
+#include "net/codec.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <limits>
+
+#include "baton_generated.h"
+#include "engine/base/error.h"
+
+namespace baton::net {
+
+namespace fb = flatbuffers;
+namespace w = baton::wire;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// encoding
+
+class Encoder {
+ public:
+  explicit Encoder(fb::FlatBufferBuilder& fbb) : fbb_(fbb) {}
+
+  using Out = std::pair<w::Message, fb::Offset<void>>;
+
+  Out operator()(const Hello& m) {
+    auto node_id = str(m.node_id);
+    auto o = w::CreateHello(fbb_, m.protocol_version, m.features, node_id,
+                            static_cast<w::Role>(m.role), static_cast<w::AuthMode>(m.auth));
+    return {w::Message_Hello, o.Union()};
+  }
+  Out operator()(const AuthChallenge& m) {
+    auto nonce = fbb_.CreateVector(m.nonce.data(), m.nonce.size());
+    return {w::Message_AuthChallenge, w::CreateAuthChallenge(fbb_, nonce).Union()};
+  }
+  Out operator()(const AuthResponse& m) {
+    auto mac = fbb_.CreateVector(m.mac.data(), m.mac.size());
+    fb::Offset<fb::Vector<uint8_t>> counter;
+    if (m.counter_nonce) counter = fbb_.CreateVector(m.counter_nonce->data(), m.counter_nonce->size());
+    return {w::Message_AuthResponse, w::CreateAuthResponse(fbb_, mac, counter).Union()};
+  }
+  Out operator()(const Prepare& m) {
+    auto identity = str(m.model_identity);
+    auto path = str(m.model_path_hint);
+    fb::Offset<w::NextHop> hop;
+    if (m.next_hop) {
+      auto host = str(m.next_hop->host);
+      auto node = str(m.next_hop->node_id);
+      hop = w::CreateNextHop(fbb_, host, m.next_hop->port, node);
+    }
+    fb::Offset<fb::Vector<fb::Offset<w::KeyValue>>> options;
+    if (!m.options.empty()) {
+      std::vector<fb::Offset<w::KeyValue>> kvs;
+      for (const KeyValue& kv : m.options) {
+        auto key = str(kv.key);
+        auto value = str(kv.value);
+        kvs.push_back(w::CreateKeyValue(fbb_, key, value));
+      }
+      options = fbb_.CreateVector(kvs);
+    }
+    auto o = w::CreatePrepare(fbb_, m.load_id, identity, path, m.layer_first, m.layer_last, hop,
+                              static_cast<w::DType>(m.activation_dtype), options);
+    return {w::Message_Prepare, o.Union()};
+  }
+  Out operator()(const Ready& m) {
+    return {w::Message_Ready, w::CreateReady(fbb_, m.load_id, m.memory_bytes, m.load_ms).Union()};
+  }
+  Out operator()(const Failed& m) {
+    auto reason = str(m.reason);
+    return {w::Message_Failed, w::CreateFailed(fbb_, m.load_id, reason).Union()};
+  }
+  Out operator()(const Commit& m) {
+    return {w::Message_Commit, w::CreateCommit(fbb_, m.load_id).Union()};
+  }
+  Out operator()(const Rollback& m) {
+    return {w::Message_Rollback, w::CreateRollback(fbb_, m.load_id).Union()};
+  }
+  Out operator()(const Forward& m) {
+    auto tokens = token_vector(m.tokens);
+    auto hidden = tensor(m.hidden);
+    return {w::Message_Forward, w::CreateForward(fbb_, m.micro_batch_id, tokens, hidden).Union()};
+  }
+  Out operator()(const Hidden& m) {
+    auto tokens = token_vector(m.tokens);
+    auto hidden = tensor(m.hidden);
+    return {w::Message_Hidden, w::CreateHidden(fbb_, m.micro_batch_id, tokens, hidden).Union()};
+  }
+  Out operator()(const ResetSequence& m) {
+    fb::Offset<fb::Vector<uint32_t>> ids;
+    if (!m.seq_ids.empty()) ids = fbb_.CreateVector(m.seq_ids);
+    return {w::Message_ResetSequence, w::CreateResetSequence(fbb_, ids, m.all).Union()};
+  }
+  Out operator()(const Register& m) {
+    auto status = node_status(m.status);
+    return {w::Message_Register, w::CreateRegister(fbb_, status).Union()};
+  }
+  Out operator()(const Heartbeat& m) {
+    auto status = node_status(m.status);
+    return {w::Message_Heartbeat, w::CreateHeartbeat(fbb_, status).Union()};
+  }
+  Out operator()(const StatsRequest&) {
+    return {w::Message_StatsRequest, w::CreateStatsRequest(fbb_).Union()};
+  }
+  Out operator()(const Stats& m) {
+    fb::Offset<fb::Vector<fb::Offset<w::StatEntry>>> entries;
+    if (!m.entries.empty()) {
+      std::vector<fb::Offset<w::StatEntry>> es;
+      for (const StatEntry& e : m.entries) {
+        auto name = str(e.name);
+        es.push_back(w::CreateStatEntry(fbb_, name, e.value));
+      }
+      entries = fbb_.CreateVector(es);
+    }
+    return {w::Message_Stats, w::CreateStats(fbb_, entries).Union()};
+  }
+  Out operator()(const ErrorReport& m) {
+    auto message = str(m.message);
+    return {w::Message_ErrorReport, w::CreateErrorReport(fbb_, m.code, message).Union()};
+  }
+  Out operator()(const Goodbye& m) {
+    auto reason = str(m.reason);
+    return {w::Message_Goodbye, w::CreateGoodbye(fbb_, reason).Union()};
+  }
+
+ private:
+  // Empty strings are left out (absent == empty), which keeps frames small and canonical.
+  fb::Offset<fb::String> str(const std::string& s) {
+    return s.empty() ? fb::Offset<fb::String>() : fbb_.CreateString(s);
+  }
+
+  fb::Offset<fb::Vector<const w::Token*>> token_vector(const std::vector<TokenInfo>& tokens) {
+    if (tokens.empty()) return {};
+    std::vector<w::Token> out;
+    out.reserve(tokens.size());
+    for (const TokenInfo& t : tokens) out.emplace_back(t.seq_id, t.pos, t.output);
+    return fbb_.CreateVectorOfStructs(out);
+  }
+
+  fb::Offset<w::TensorRef> tensor(const TensorRef& t) {
+    auto shape = fbb_.CreateVector(t.shape);
+    return w::CreateTensorRef(fbb_, static_cast<w::DType>(t.dtype), shape, t.offset, t.bytes);
+  }
+
+  fb::Offset<w::NodeStatus> node_status(const NodeStatus& s) {
+    auto node_id = str(s.node_id);
+    auto host = str(s.host);
+    auto isa = str(s.isa);
+    fb::Offset<fb::Vector<const w::LayerRange*>> layers;
+    if (!s.layers.empty()) {
+      std::vector<w::LayerRange> rs;
+      for (const LayerRange& r : s.layers) rs.emplace_back(r.first, r.last);
+      layers = fbb_.CreateVectorOfStructs(rs);
+    }
+    auto identity = str(s.model_identity);
+    return w::CreateNodeStatus(fbb_, node_id, host, s.port, s.memory_total, s.memory_free,
+                               s.threads, isa, s.load, layers, identity, s.speed);
+  }
+
+  fb::FlatBufferBuilder& fbb_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// decoding (input already passed the Verifier: pointers are in bounds, but may be null)
+
+std::string read_str(const fb::String* s) { return s ? s->str() : std::string(); }
+
+template <size_t N>
+bool read_bytes(const fb::Vector<uint8_t>* v, std::array<uint8_t, N>& out) {
+  if (!v || v->size() != N) return false;
+  std::copy(v->begin(), v->end(), out.begin());
+  return true;
+}
+
+size_t size_of(const fb::Vector<uint8_t>* v) { return v ? v->size() : 0; }
+
+std::vector<TokenInfo> read_tokens(const fb::Vector<const w::Token*>* v) {
+  std::vector<TokenInfo> out;
+  if (!v) return out;
+  out.reserve(v->size());
+  for (const w::Token* t : *v) out.push_back({t->seq_id(), t->pos(), t->output()});
+  return out;
+}
+
+TensorRef read_tensor(const w::TensorRef* t) {
+  TensorRef out;
+  out.dtype = static_cast<DType>(t->dtype());
+  if (t->shape()) out.shape.assign(t->shape()->begin(), t->shape()->end());
+  out.offset = t->offset();
+  out.bytes = t->bytes();
+  return out;
+}
+
+NodeStatus read_status(const w::NodeStatus* s) {
+  NodeStatus out;
+  out.node_id = read_str(s->node_id());
+  out.host = read_str(s->host());
+  out.port = s->port();
+  out.memory_total = s->memory_total();
+  out.memory_free = s->memory_free();
+  out.threads = s->threads();
+  out.isa = read_str(s->isa());
+  out.load = s->load();
+  if (s->layers())
+    for (const w::LayerRange* r : *s->layers()) out.layers.push_back({r->first(), r->last()});
+  out.model_identity = read_str(s->model_identity());
+  out.speed = s->speed();
+  return out;
+}
+
+// Lists are bounded before converting so a hostile count costs nothing.
+template <class V>
+std::optional<std::string> too_many(std::string_view field, const V* v, size_t max) {
+  if (v && v->size() > max)
+    return fmt::format("{}: {} items, at most {} allowed", field, v->size(), max);
+  return std::nullopt;
+}
+
+Result<Message> convert(const w::Header* header) {
+  auto bad = [](std::string text) { return Result<Message>(DecodeError{std::move(text)}); };
+  // The Verifier accepts a union type whose value is absent; every case below needs it.
+  if (header->message_type() != w::Message_NONE && header->message() == nullptr)
+    return bad(fmt::format("header: message type {} without a message table",
+                           static_cast<int>(header->message_type())));
+  switch (header->message_type()) {
+    case w::Message_NONE:
+      return bad("header: no message (union type NONE)");
+    case w::Message_Hello: {
+      auto* m = header->message_as_Hello();
+      Hello out;
+      out.protocol_version = m->protocol_version();
+      out.features = m->features();
+      out.node_id = read_str(m->node_id());
+      out.role = static_cast<Role>(m->role());
+      out.auth = static_cast<AuthMode>(m->auth());
+      return Message(std::move(out));
+    }
+    case w::Message_AuthChallenge: {
+      AuthChallenge out;
+      auto* v = header->message_as_AuthChallenge()->nonce();
+      if (!read_bytes(v, out.nonce))
+        return bad(fmt::format("AuthChallenge.nonce: {} bytes, expected {}", size_of(v),
+                               kNonceBytes));
+      return Message(out);
+    }
+    case w::Message_AuthResponse: {
+      auto* m = header->message_as_AuthResponse();
+      AuthResponse out;
+      if (!read_bytes(m->mac(), out.mac))
+        return bad(fmt::format("AuthResponse.mac: {} bytes, expected {}", size_of(m->mac()),
+                               kMacBytes));
+      if (m->counter_nonce()) {
+        Nonce n;
+        if (!read_bytes(m->counter_nonce(), n))
+          return bad(fmt::format("AuthResponse.counter_nonce: {} bytes, expected {}",
+                                 size_of(m->counter_nonce()), kNonceBytes));
+        out.counter_nonce = n;
+      }
+      return Message(out);
+    }
+    case w::Message_Prepare: {
+      auto* m = header->message_as_Prepare();
+      if (auto p = too_many("Prepare.options", m->options(), kMaxListItems)) return bad(*p);
+      Prepare out;
+      out.load_id = m->load_id();
+      out.model_identity = read_str(m->model_identity());
+      out.model_path_hint = read_str(m->model_path_hint());
+      out.layer_first = m->layer_first();
+      out.layer_last = m->layer_last();
+      if (auto* hop = m->next_hop())
+        out.next_hop = NextHop{read_str(hop->host()), hop->port(), read_str(hop->node_id())};
+      out.activation_dtype = static_cast<DType>(m->activation_dtype());
+      if (m->options())
+        for (const w::KeyValue* kv : *m->options())
+          out.options.push_back({read_str(kv->key()), read_str(kv->value())});
+      return Message(std::move(out));
+    }
+    case w::Message_Ready: {
+      auto* m = header->message_as_Ready();
+      return Message(Ready{m->load_id(), m->memory_bytes(), m->load_ms()});
+    }
+    case w::Message_Failed: {
+      auto* m = header->message_as_Failed();
+      return Message(Failed{m->load_id(), read_str(m->reason())});
+    }
+    case w::Message_Commit:
+      return Message(Commit{header->message_as_Commit()->load_id()});
+    case w::Message_Rollback:
+      return Message(Rollback{header->message_as_Rollback()->load_id()});
+    case w::Message_Forward: {
+      auto* m = header->message_as_Forward();
+      if (auto p = too_many("Forward.tokens", m->tokens(), kMaxTokens)) return bad(*p);
+      if (auto p = too_many("Forward.hidden.shape", m->hidden()->shape(), kMaxTensorRank))
+        return bad(*p);
+      return Message(Forward{m->micro_batch_id(), read_tokens(m->tokens()),
+                             read_tensor(m->hidden())});
+    }
+    case w::Message_Hidden: {
+      auto* m = header->message_as_Hidden();
+      if (auto p = too_many("Hidden.tokens", m->tokens(), kMaxTokens)) return bad(*p);
+      if (auto p = too_many("Hidden.hidden.shape", m->hidden()->shape(), kMaxTensorRank))
+        return bad(*p);
+      return Message(Hidden{m->micro_batch_id(), read_tokens(m->tokens()),
+                            read_tensor(m->hidden())});
+    }
+    case w::Message_ResetSequence: {
+      auto* m = header->message_as_ResetSequence();
+      if (auto p = too_many("ResetSequence.seq_ids", m->seq_ids(), kMaxListItems)) return bad(*p);
+      ResetSequence out;
+      if (m->seq_ids()) out.seq_ids.assign(m->seq_ids()->begin(), m->seq_ids()->end());
+      out.all = m->all();
+      return Message(std::move(out));
+    }
+    case w::Message_Register: {
+      auto* s = header->message_as_Register()->status();
+      if (auto p = too_many("Register.status.layers", s->layers(), kMaxListItems)) return bad(*p);
+      return Message(Register{read_status(s)});
+    }
+    case w::Message_Heartbeat: {
+      auto* s = header->message_as_Heartbeat()->status();
+      if (auto p = too_many("Heartbeat.status.layers", s->layers(), kMaxListItems)) return bad(*p);
+      return Message(Heartbeat{read_status(s)});
+    }
+    case w::Message_StatsRequest:
+      return Message(StatsRequest{});
+    case w::Message_Stats: {
+      auto* m = header->message_as_Stats();
+      if (auto p = too_many("Stats.entries", m->entries(), kMaxListItems)) return bad(*p);
+      Stats out;
+      if (m->entries())
+        for (const w::StatEntry* e : *m->entries())
+          out.entries.push_back({read_str(e->name()), e->value()});
+      return Message(std::move(out));
+    }
+    case w::Message_ErrorReport: {
+      auto* m = header->message_as_ErrorReport();
+      return Message(ErrorReport{m->code(), read_str(m->message())});
+    }
+    case w::Message_Goodbye:
+      return Message(Goodbye{read_str(header->message_as_Goodbye()->reason())});
+  }
+  return bad(fmt::format("header: unknown message type {} (newest known: {}; a newer peer?)",
+                         static_cast<int>(header->message_type()),
+                         static_cast<int>(w::Message_MAX)));
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_header(const Message& message, uint64_t body_bytes) {
+  if (auto problem = check_message(message, body_bytes))
+    fail("net: refusing to encode an invalid {}: {}", message_name(message), *problem);
+  fb::FlatBufferBuilder fbb(256);
+  Encoder encoder(fbb);
+  auto [type, offset] = std::visit(encoder, message);
+  w::FinishHeaderBuffer(fbb, w::CreateHeader(fbb, type, offset));
+  return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
+}
+
+FrameHead encode_frame_head(const Message& message, uint64_t body_bytes) {
+  if (body_bytes > std::numeric_limits<uint32_t>::max())
+    fail("net: {} body of {} bytes does not fit a frame (at most {} bytes)",
+         message_name(message), body_bytes, std::numeric_limits<uint32_t>::max());
+  FrameHead head;
+  head.header = encode_header(message, body_bytes);
+  head.prefix = encode_prefix({static_cast<uint32_t>(head.header.size()), 0,
+                               static_cast<uint32_t>(body_bytes)});
+  return head;
+}
+
+std::vector<uint8_t> encode_frame(const Message& message, std::span<const uint8_t> body) {
+  FrameHead head = encode_frame_head(message, body.size());
+  std::vector<uint8_t> out(kPrefixBytes + head.header.size() + body.size());
+  std::memcpy(out.data(), head.prefix.data(), kPrefixBytes);
+  std::memcpy(out.data() + kPrefixBytes, head.header.data(), head.header.size());
+  if (!body.empty())
+    std::memcpy(out.data() + kPrefixBytes + head.header.size(), body.data(), body.size());
+  return out;
+}
+
+Result<Message> decode_header(std::span<const uint8_t> header, uint64_t body_bytes) {
+  if (header.size() < kMinHeaderBytes || header.size() >= FLATBUFFERS_MAX_BUFFER_SIZE)
+    return DecodeError{fmt::format("header: {} bytes, expected {}..{}", header.size(),
+                                   kMinHeaderBytes, FLATBUFFERS_MAX_BUFFER_SIZE - 1)};
+  if (!w::HeaderBufferHasIdentifier(header.data()))
+    return DecodeError{"header: missing file identifier \"BTN1\""};
+  fb::Verifier::Options options;
+  options.max_depth = 16;
+  options.max_tables = 1u << 20;
+  fb::Verifier verifier(header.data(), header.size(), options);
+  if (!w::VerifyHeaderBuffer(verifier))
+    return DecodeError{fmt::format("header: {} bytes fail FlatBuffers verification",
+                                   header.size())};
+  Result<Message> message = convert(w::GetHeader(header.data()));
+  if (!message) return message;
+  if (auto problem = check_message(*message, body_bytes))
+    return DecodeError{fmt::format("{}", *problem)};
+  return message;
+}
+
+Result<DecodedFrame> decode_frame(std::span<const uint8_t> frame, const FrameLimits& limits) {
+  if (frame.size() < kPrefixBytes)
+    return DecodeError{fmt::format("frame: {} bytes, shorter than the {}-byte prefix",
+                                   frame.size(), kPrefixBytes)};
+  auto prefix = parse_prefix(frame.first<kPrefixBytes>(), limits);
+  if (!prefix) return prefix.error();
+  uint64_t expected = uint64_t{kPrefixBytes} + prefix->header_bytes + prefix->body_bytes;
+  if (frame.size() != expected)
+    return DecodeError{fmt::format("frame: {} bytes, prefix announces {} (16 + {} + {})",
+                                   frame.size(), expected, prefix->header_bytes,
+                                   prefix->body_bytes)};
+  auto header = frame.subspan(kPrefixBytes, prefix->header_bytes);
+  auto message = decode_header(header, prefix->body_bytes);
+  if (!message) return message.error();
+  return DecodedFrame{std::move(*message), frame.subspan(kPrefixBytes + prefix->header_bytes)};
+}
+
+}  // namespace baton::net

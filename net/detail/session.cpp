@@ -1,0 +1,364 @@
+// Session I/O after the handshake: reader, writer, watchdog; and the thread-safe Connection
+// methods. The handshake lives in handshake.cpp.
+#include "net/detail/session.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "engine/base/error.h"
+#include "net/detail/asio_util.h"
+
+namespace baton::net::detail {
+
+using namespace asio::experimental::awaitable_operators;
+
+Session::Session(asio::ip::tcp::socket socket, const SessionConfig& config, SessionHost& host,
+                 uint64_t id)
+    : config_(config),
+      host_(host),
+      id_(id),
+      executor_(socket.get_executor()),
+      socket_(std::move(socket)) {
+  wake_timer_.emplace(executor_);
+  watchdog_timer_.emplace(executor_);
+  std::error_code ec;
+  auto remote = socket_->remote_endpoint(ec);
+  peer_.address = ec ? std::string("?") : fmt::format("{}:{}", remote.address().to_string(),
+                                                       remote.port());
+  socket_->set_option(asio::ip::tcp::no_delay(true), ec);
+}
+
+Session::~Session() = default;
+
+std::string Session::who() const {
+  if (peer_.hello.node_id.empty()) return fmt::format("peer {}", peer_.address);
+  return fmt::format("peer '{}' ({})", peer_.hello.node_id, peer_.address);
+}
+
+bool Session::record_close(CloseInfo info) {
+  std::lock_guard lock(mutex_);
+  if (close_info_) return false;
+  close_info_ = std::move(info);
+  return true;
+}
+
+bool Session::ended() const {
+  std::lock_guard lock(mutex_);
+  return close_info_.has_value();
+}
+
+namespace {
+
+// Why a read or write ended, as a CloseInfo.
+CloseInfo io_failure(const std::error_code& ec, std::string_view peer, std::string_view what,
+                     size_t got, size_t wanted) {
+  if (ec == asio::error::eof) {
+    if (got == 0 && what == "frame prefix")
+      return {CloseKind::kPeerClosed, fmt::format("{} closed the connection", peer)};
+    return {CloseKind::kPeerClosed,
+            fmt::format("{} closed the connection mid-frame ({} of {} bytes of the {})", peer,
+                        got, wanted, what)};
+  }
+  return {CloseKind::kIoError, fmt::format("{}: {} while transferring the {} ({} of {} bytes)",
+                                           peer, ec.message(), what, got, wanted)};
+}
+
+}  // namespace
+
+asio::awaitable<Expected<Session::Frame, CloseInfo>> Session::read_frame(
+    const FrameLimits& limits) {
+  std::array<uint8_t, kPrefixBytes> prefix_bytes;
+  auto [ec, n] = co_await asio::async_read(*socket_, asio::buffer(prefix_bytes), kNoThrow);
+  if (ec) co_return io_failure(ec, who(), "frame prefix", n, kPrefixBytes);
+  last_activity_ = Clock::now();
+  auto prefix = parse_prefix(prefix_bytes, limits);
+  if (!prefix)
+    co_return CloseInfo{CloseKind::kProtocol,
+                        fmt::format("bad frame from {}: {}", who(), prefix.error().message)};
+
+  std::vector<uint8_t> header(prefix->header_bytes);
+  std::tie(ec, n) = co_await asio::async_read(*socket_, asio::buffer(header), kNoThrow);
+  if (ec) co_return io_failure(ec, who(), "frame header", n, header.size());
+  last_activity_ = Clock::now();
+
+  Payload body;
+  if (prefix->body_bytes > 0) {
+    try {
+      body = Payload::allocate(prefix->body_bytes);
+    } catch (const std::bad_alloc&) {
+      co_return CloseInfo{CloseKind::kLocal,
+                          fmt::format("cannot allocate a {}-byte body from {}",
+                                      prefix->body_bytes, who())};
+    }
+    auto target = body.mutable_bytes();
+    std::tie(ec, n) = co_await asio::async_read(
+        *socket_, asio::buffer(target.data(), target.size()), kNoThrow);
+    if (ec) co_return io_failure(ec, who(), "frame body", n, target.size());
+    last_activity_ = Clock::now();
+  }
+
+  auto message = decode_header(header, prefix->body_bytes);
+  if (!message)
+    co_return CloseInfo{CloseKind::kProtocol,
+                        fmt::format("bad frame from {}: {}", who(), message.error().message)};
+  co_return Frame{std::move(*message), std::move(body)};
+}
+
+asio::awaitable<void> Session::reader() {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  while (!ended()) {
+    auto frame = co_await read_frame(config_.limits);
+    if (!frame) {
+      record_close(frame.error());
+      co_return;
+    }
+    const Message& m = frame->message;
+    if (std::holds_alternative<Hello>(m) || std::holds_alternative<AuthChallenge>(m) ||
+        std::holds_alternative<AuthResponse>(m)) {
+      record_close({CloseKind::kProtocol, fmt::format("{} sent {} after the handshake", who(),
+                                                      message_name(m))});
+      co_return;
+    }
+    try {
+      config_.on_message(Incoming{shared_from_this(), std::move(frame->message),
+                                  std::move(frame->body)});
+    } catch (const std::exception& e) {
+      record_close({CloseKind::kLocal,
+                    fmt::format("the message handler threw on a message from {}: {}", who(),
+                                e.what())});
+      co_return;
+    }
+  }
+}
+
+asio::awaitable<void> Session::writer() {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  for (;;) {
+    std::optional<OutFrame> frame;
+    std::optional<std::string> drained_close;
+    {
+      std::lock_guard lock(mutex_);
+      if (close_info_) co_return;
+      if (!outbox_.empty()) {
+        frame = std::move(outbox_.front());
+        outbox_.pop_front();
+        outbox_bytes_ -= frame->bytes();
+      } else if (close_requested_) {
+        drained_close = close_requested_;
+      }
+    }
+    if (drained_close) {
+      std::error_code ignored;
+      socket_->shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+      record_close({CloseKind::kLocal, *drained_close});
+      co_return;
+    }
+    if (!frame) {
+      wake_timer_->expires_at(Clock::time_point::max());
+      co_await wake_timer_->async_wait(kNoThrow);  // cancelled by wake()
+      continue;
+    }
+    std::array<asio::const_buffer, 3> buffers{
+        asio::buffer(frame->head.prefix), asio::buffer(frame->head.header),
+        asio::buffer(frame->body.data(), frame->body.size())};
+    auto [ec, n] = co_await asio::async_write(*socket_, buffers, kNoThrow);
+    if (ec) {
+      record_close(io_failure(ec, who(), "outgoing frame", n, frame->bytes()));
+      co_return;
+    }
+  }
+}
+
+asio::awaitable<void> Session::watchdog() {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  while (!ended()) {
+    auto now = Clock::now();
+    auto deadline = Clock::time_point::max();
+    if (config_.idle_timeout.count() > 0) {
+      auto idle_deadline = last_activity_ + config_.idle_timeout;
+      if (now >= idle_deadline) {
+        record_close({CloseKind::kTimeout, fmt::format("no frame from {} for {} ms", who(),
+                                                       config_.idle_timeout.count())});
+        co_return;
+      }
+      deadline = idle_deadline;
+    }
+    if (close_deadline_) {
+      if (now >= *close_deadline_) {
+        std::lock_guard lock(mutex_);
+        if (!close_info_)
+          close_info_ = CloseInfo{
+              CloseKind::kLocal,
+              fmt::format("{} (closed after {} ms with {} frames still unsent to {})",
+                          close_requested_.value_or("closed locally"),
+                          config_.close_linger.count(), outbox_.size(), who())};
+        co_return;
+      }
+      deadline = std::min(deadline, *close_deadline_);
+    }
+    watchdog_timer_->expires_at(deadline);
+    co_await watchdog_timer_->async_wait(kNoThrow);  // cancelled by wake() or the race
+  }
+}
+
+asio::awaitable<void> Session::serve() {
+  auto self = shared_from_this();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  {
+    std::lock_guard lock(mutex_);
+    serving_ = true;
+  }
+  last_activity_ = Clock::now();
+  try {
+    co_await (guarded(reader(), "reader") || guarded(writer(), "writer") ||
+              guarded(watchdog(), "watchdog"));
+  } catch (const std::exception& e) {
+    record_close({CloseKind::kLocal, fmt::format("connection to {} failed: {}", who(), e.what())});
+  }
+  finish();
+}
+
+asio::awaitable<void> Session::guarded(asio::awaitable<void> task, std::string_view name) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  try {
+    co_await std::move(task);
+  } catch (const std::exception& e) {
+    record_close({CloseKind::kLocal,
+                  fmt::format("connection to {} failed in its {}: {}", who(), name, e.what())});
+  }
+}
+
+void Session::finish() {
+  std::function<void(const CloseInfo&)> callback;
+  CloseInfo info;
+  {
+    std::lock_guard lock(mutex_);
+    if (finished_) return;
+    finished_ = true;
+    if (!close_info_)
+      close_info_ = CloseInfo{CloseKind::kLocal, fmt::format("connection to {} ended", who())};
+    serving_ = false;
+    outbox_.clear();
+    outbox_bytes_ = 0;
+    callback = std::move(on_closed_);
+    on_closed_ = nullptr;
+    info = *close_info_;
+  }
+  std::error_code ignored;
+  if (socket_) socket_->close(ignored);
+  socket_.reset();
+  wake_timer_.reset();
+  watchdog_timer_.reset();
+  switch (info.kind) {
+    case CloseKind::kProtocol:
+    case CloseKind::kAuth:
+    case CloseKind::kVersion:
+      spdlog::warn("net: connection {} closed: {}", id_, info.reason);
+      break;
+    default:
+      spdlog::debug("net: connection {} closed: {}", id_, info.reason);
+  }
+  if (callback) {
+    try {
+      callback(info);
+    } catch (const std::exception& e) {
+      spdlog::error("net: on_closed callback of connection {} threw: {}", id_, e.what());
+    }
+  }
+  host_.session_ended(id_);
+}
+
+void Session::abort(CloseInfo info) {
+  record_close(std::move(info));
+  std::error_code ignored;
+  if (socket_) socket_->close(ignored);
+  if (wake_timer_) wake_timer_->cancel();
+  if (watchdog_timer_) watchdog_timer_->cancel();
+}
+
+void Session::release_io() {
+  {
+    std::lock_guard lock(mutex_);
+    io_released_ = true;
+    serving_ = false;
+    if (!close_info_) close_info_ = CloseInfo{CloseKind::kShutdown, "the node stopped"};
+  }
+  socket_.reset();
+  wake_timer_.reset();
+  watchdog_timer_.reset();
+}
+
+void Session::wake() {
+  {
+    std::lock_guard lock(mutex_);
+    wake_posted_ = false;
+    if (close_requested_ && !close_deadline_)
+      close_deadline_ = Clock::now() + config_.close_linger;
+  }
+  if (wake_timer_) wake_timer_->cancel();
+  if (watchdog_timer_) watchdog_timer_->cancel();
+}
+
+bool Session::send(const Message& message, Payload body) {
+  FrameHead head = encode_frame_head(message, body.size());  // throws on a local bug
+  OutFrame frame{std::move(head), std::move(body)};
+  size_t bytes = frame.bytes();
+  bool overflow = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (!serving_ || io_released_ || close_info_ || close_requested_) return false;
+    if (outbox_bytes_ + bytes > config_.max_outbox_bytes) {
+      overflow = true;
+    } else {
+      outbox_bytes_ += bytes;
+      outbox_.push_back(std::move(frame));
+      if (!wake_posted_) {
+        wake_posted_ = true;
+        asio::post(executor_, [self = shared_from_this()] { self->wake(); });
+      }
+    }
+  }
+  if (overflow) {  // no linger: the peer is not reading, waiting for it would not help
+    CloseInfo info{CloseKind::kLocal,
+                   fmt::format("outbox to {} exceeded {} bytes (the peer does not keep up)",
+                               who(), config_.max_outbox_bytes)};
+    std::lock_guard lock(mutex_);
+    if (!io_released_)
+      asio::post(executor_, [self = shared_from_this(), info] { self->abort(info); });
+    return false;
+  }
+  return true;
+}
+
+void Session::close(std::string reason) {
+  std::lock_guard lock(mutex_);
+  if (!serving_ || io_released_ || close_info_ || close_requested_) return;
+  close_requested_ = std::move(reason);
+  asio::post(executor_, [self = shared_from_this()] { self->wake(); });
+}
+
+void Session::on_closed(std::function<void(const CloseInfo&)> callback) {
+  std::optional<CloseInfo> already;
+  {
+    std::lock_guard lock(mutex_);
+    if (finished_ || io_released_) {
+      already = close_info_;
+    } else {
+      on_closed_ = std::move(callback);
+      return;
+    }
+  }
+  if (callback && already) callback(*already);
+}
+
+bool Session::is_open() const {
+  std::lock_guard lock(mutex_);
+  return serving_ && !close_info_ && !close_requested_;
+}
+
+std::optional<CloseInfo> Session::close_info() const {
+  std::lock_guard lock(mutex_);
+  return close_info_;
+}
+
+}  // namespace baton::net::detail

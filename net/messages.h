@@ -1,0 +1,223 @@
+// The messages of the Baton wire protocol as plain structs (no FlatBuffers, no Asio).
+// net/codec turns them into frame headers and back; tensors travel in the frame body and are
+// described here by TensorRef. net/ knows nothing of layers or models: these are plain data.
+// The schema (net/schema/baton.fbs) documents each field and the evolution rules.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace baton::net {
+
+// Bumped when an old peer could misread a new frame; peers with different versions refuse
+// each other in the handshake, naming both versions.
+inline constexpr uint32_t kProtocolVersion = 1;
+
+enum class Role : uint8_t { kUnknown = 0, kCoordinator = 1, kWorker = 2, kClient = 3 };
+enum class AuthMode : uint8_t { kHmacSha256 = 0, kInsecure = 1 };
+enum class DType : uint8_t { kF32 = 0, kF16 = 1, kBF16 = 2, kI32 = 3 };
+
+// Bytes per element; 0 for a value that is not a known DType.
+size_t dtype_size(DType dtype);
+std::string_view to_string(DType dtype);
+std::string_view to_string(Role role);
+
+inline constexpr size_t kNonceBytes = 32;
+inline constexpr size_t kMacBytes = 32;
+using Nonce = std::array<uint8_t, kNonceBytes>;
+using Mac = std::array<uint8_t, kMacBytes>;
+
+// Bounds every decoded message must respect (checked by check_message).
+inline constexpr size_t kMaxNameBytes = 256;      // node ids, hosts, ISA names, keys, stat names
+inline constexpr size_t kMaxTextBytes = 16384;    // reasons, messages, paths, identities, values
+inline constexpr size_t kMaxTensorRank = 4;
+inline constexpr size_t kMaxTokens = 1u << 20;    // per Forward/Hidden
+inline constexpr size_t kMaxListItems = 65536;    // seq ids, options, stats entries, layer ranges
+
+// A tensor stored in the frame body at [offset, offset + bytes); shape outermost first.
+struct TensorRef {
+  DType dtype = DType::kF32;
+  std::vector<uint64_t> shape;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  bool operator==(const TensorRef&) const = default;
+};
+
+struct TokenInfo {
+  uint32_t seq_id = 0;
+  uint32_t pos = 0;
+  bool output = false;
+  bool operator==(const TokenInfo&) const = default;
+};
+
+struct LayerRange {  // inclusive
+  uint32_t first = 0;
+  uint32_t last = 0;
+  bool operator==(const LayerRange&) const = default;
+};
+
+struct KeyValue {
+  std::string key;
+  std::string value;
+  bool operator==(const KeyValue&) const = default;
+};
+
+struct NextHop {
+  std::string host;
+  uint16_t port = 0;
+  std::string node_id;
+  bool operator==(const NextHop&) const = default;
+};
+
+// First message on every connection, both ways. Frozen shape.
+struct Hello {
+  uint32_t protocol_version = kProtocolVersion;
+  uint64_t features = 0;  // capability bits, meaning owned by the engine
+  std::string node_id;
+  Role role = Role::kUnknown;
+  AuthMode auth = AuthMode::kHmacSha256;
+  bool operator==(const Hello&) const = default;
+};
+
+struct AuthChallenge {
+  Nonce nonce{};
+  bool operator==(const AuthChallenge&) const = default;
+};
+
+// Client: proof + counter_nonce; server: proof only.
+struct AuthResponse {
+  Mac mac{};
+  std::optional<Nonce> counter_nonce;
+  bool operator==(const AuthResponse&) const = default;
+};
+
+// Load phase 1 (a transaction, see ARCHITECTURE.md §4).
+struct Prepare {
+  uint64_t load_id = 0;
+  std::string model_identity;
+  std::string model_path_hint;
+  uint32_t layer_first = 0;  // inclusive
+  uint32_t layer_last = 0;   // inclusive
+  std::optional<NextHop> next_hop;  // nullopt: results go back to the coordinator
+  DType activation_dtype = DType::kF32;
+  std::vector<KeyValue> options;
+  bool operator==(const Prepare&) const = default;
+};
+
+struct Ready {
+  uint64_t load_id = 0;
+  uint64_t memory_bytes = 0;
+  uint64_t load_ms = 0;
+  bool operator==(const Ready&) const = default;
+};
+
+struct Failed {
+  uint64_t load_id = 0;
+  std::string reason;
+  bool operator==(const Failed&) const = default;
+};
+
+struct Commit {
+  uint64_t load_id = 0;
+  bool operator==(const Commit&) const = default;
+};
+
+struct Rollback {
+  uint64_t load_id = 0;
+  bool operator==(const Rollback&) const = default;
+};
+
+// hidden: [tokens.size(), n_embd] in the body.
+struct Forward {
+  uint64_t micro_batch_id = 0;
+  std::vector<TokenInfo> tokens;
+  TensorRef hidden;
+  bool operator==(const Forward&) const = default;
+};
+
+// Last stage -> coordinator: only the output tokens; hidden: [tokens.size(), n_embd].
+struct Hidden {
+  uint64_t micro_batch_id = 0;
+  std::vector<TokenInfo> tokens;
+  TensorRef hidden;
+  bool operator==(const Hidden&) const = default;
+};
+
+struct ResetSequence {
+  std::vector<uint32_t> seq_ids;
+  bool all = false;  // reset every sequence (seq_ids ignored)
+  bool operator==(const ResetSequence&) const = default;
+};
+
+struct NodeStatus {
+  std::string node_id;
+  std::string host;
+  uint16_t port = 0;
+  uint64_t memory_total = 0;
+  uint64_t memory_free = 0;
+  uint32_t threads = 0;
+  std::string isa;
+  float load = 0;   // finite, >= 0
+  std::vector<LayerRange> layers;
+  std::string model_identity;
+  float speed = 0;  // finite, >= 0; measured compute speed, unit owned by the engine
+  bool operator==(const NodeStatus&) const = default;
+};
+
+struct Register {
+  NodeStatus status;
+  bool operator==(const Register&) const = default;
+};
+
+struct Heartbeat {
+  NodeStatus status;
+  bool operator==(const Heartbeat&) const = default;
+};
+
+struct StatsRequest {
+  bool operator==(const StatsRequest&) const = default;
+};
+
+struct StatEntry {
+  std::string name;
+  double value = 0;
+  bool operator==(const StatEntry&) const = default;
+};
+
+struct Stats {
+  std::vector<StatEntry> entries;
+  bool operator==(const Stats&) const = default;
+};
+
+// "Error(code, message)" on the wire; named so it does not shadow baton::Error.
+struct ErrorReport {
+  uint32_t code = 0;
+  std::string message;
+  bool operator==(const ErrorReport&) const = default;
+};
+
+struct Goodbye {
+  std::string reason;
+  bool operator==(const Goodbye&) const = default;
+};
+
+// Alternatives in the order of the schema's Message union (index + 1 = union type id).
+using Message = std::variant<Hello, AuthChallenge, AuthResponse, Prepare, Ready, Failed, Commit,
+                             Rollback, Forward, Hidden, ResetSequence, Register, Heartbeat,
+                             StatsRequest, Stats, ErrorReport, Goodbye>;
+
+// "Hello", "Forward", ... for logs and errors.
+std::string_view message_name(const Message& message);
+
+// Semantic check shared by encoder and decoder: strings and lists within the bounds above,
+// known dtypes, every TensorRef inside a body of `body_bytes` with shape x dtype size ==
+// bytes, token counts matching tensor rows, layer ranges ordered, floats finite, and no body
+// on messages that carry no tensor. Returns the first violation in words, or nullopt.
+std::optional<std::string> check_message(const Message& message, uint64_t body_bytes);
+
+}  // namespace baton::net
