@@ -1,0 +1,286 @@
+// The sampling chain. Per call: a checked copy of the logits, penalties on the history window
+// only, a heap scan (small k) or nth_element for top_k, an erase for min_p, and for top_p a
+// best-first prefix grown chunk by chunk (nth_element, then a sort of the chunk). Measured on
+// 151,936 logits with llama.cpp's defaults: about 1 ms per token on this 2-core machine.
+#include "engine/sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/base/error.h"
+
+namespace baton {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// First chunk of the best-first prefix that top_p sorts; it grows x4 while the mass is short.
+constexpr size_t kTopPFirstChunk = 64;
+
+// top_k scans with a heap when k <= n / this, and partitions with nth_element above.
+constexpr size_t kHeapTopKDivisor = 8;
+
+}  // namespace
+
+void validate(const SamplerParams& p) {
+  if (!std::isfinite(p.temperature)) {
+    fail("sampler parameter temperature = {}: expected a finite number (<= 0 means greedy)",
+         p.temperature);
+  }
+  if (p.top_k < 0) {
+    fail("sampler parameter top_k = {}: expected an integer >= 0 (0 disables it)", p.top_k);
+  }
+  if (!(p.top_p >= 0.0f && p.top_p <= 1.0f)) {
+    fail("sampler parameter top_p = {}: expected a value in [0, 1] (1 disables it)", p.top_p);
+  }
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) {
+    fail("sampler parameter min_p = {}: expected a value in [0, 1] (0 disables it)", p.min_p);
+  }
+  if (!(p.repeat_penalty > 0.0f) || !std::isfinite(p.repeat_penalty)) {
+    fail("sampler parameter repeat_penalty = {}: expected a finite value > 0 (1 disables it)",
+         p.repeat_penalty);
+  }
+  if (p.repeat_last_n < -1) {
+    fail("sampler parameter repeat_last_n = {}: expected -1 (whole history), 0 (none) or a "
+         "positive window", p.repeat_last_n);
+  }
+  if (!std::isfinite(p.presence_penalty)) {
+    fail("sampler parameter presence_penalty = {}: expected a finite number (0 disables it)",
+         p.presence_penalty);
+  }
+  if (!std::isfinite(p.frequency_penalty)) {
+    fail("sampler parameter frequency_penalty = {}: expected a finite number (0 disables it)",
+         p.frequency_penalty);
+  }
+}
+
+Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {
+  validate(params_);
+}
+
+void Sampler::reseed(uint32_t seed) {
+  params_.seed = seed;
+  rng_.seed(seed);
+}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  const int32_t greedy = filter(logits, history);
+  if (greedy >= 0) return greedy;
+
+  const double total = tempered_probs();
+  const double u = static_cast<double>(rng_()) / 4294967296.0;  // mt19937: 32 random bits
+  const double target = u * total;
+  double running = 0.0;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    running += probs_[i];
+    if (running > target) return candidates_[i].id;
+  }
+  return candidates_.back().id;
+}
+
+std::vector<TokenProb> Sampler::distribution(std::span<const float> logits,
+                                             std::span<const int32_t> history) {
+  const int32_t greedy = filter(logits, history);
+  if (greedy >= 0) return {TokenProb{greedy, 1.0f}};
+
+  const double total = tempered_probs();
+  std::vector<TokenProb> out(candidates_.size());
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    out[i] = TokenProb{candidates_[i].id, static_cast<float>(probs_[i] / total)};
+  }
+  return out;
+}
+
+int32_t Sampler::filter(std::span<const float> logits, std::span<const int32_t> history) {
+  if (logits.empty()) fail("sampler: the logits row is empty (expected n_vocab values)");
+  if (logits.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    fail("sampler: {} logits exceed the largest token id", logits.size());
+  }
+
+  const size_t n_vocab = logits.size();
+  candidates_.resize(n_vocab);
+  for (size_t i = 0; i < n_vocab; ++i) {
+    const float logit = logits[i];
+    if (std::isnan(logit) || logit == std::numeric_limits<float>::infinity()) {
+      fail("sampler: logit of token {} is {} (expected a finite value or -inf)", i, logit);
+    }
+    candidates_[i] = Candidate{static_cast<int32_t>(i), logit};
+  }
+
+  apply_penalties(history);
+
+  if (params_.temperature <= 0.0f) {
+    int32_t best = -1;
+    float best_logit = kNegInf;
+    for (const Candidate& c : candidates_) {
+      if (c.logit > best_logit) {  // strict: the lowest id wins a tie
+        best = c.id;
+        best_logit = c.logit;
+      }
+    }
+    if (best < 0) fail("sampler: every logit is -inf, no token can be sampled");
+    return best;
+  }
+
+  apply_top_k();  // also drops the -inf (impossible) tokens
+  if (candidates_.empty()) fail("sampler: every logit is -inf, no token can be sampled");
+  apply_top_p_min_p();
+
+  const auto by_id = [](const Candidate& a, const Candidate& b) { return a.id < b.id; };
+  if (!std::is_sorted(candidates_.begin(), candidates_.end(), by_id)) {
+    std::sort(candidates_.begin(), candidates_.end(), by_id);
+  }
+  return -1;
+}
+
+void Sampler::apply_penalties(std::span<const int32_t> history) {
+  const SamplerParams& p = params_;
+  if (p.repeat_last_n == 0 ||
+      (p.repeat_penalty == 1.0f && p.frequency_penalty == 0.0f && p.presence_penalty == 0.0f)) {
+    return;
+  }
+
+  const size_t n = p.repeat_last_n < 0
+                       ? history.size()
+                       : std::min(history.size(), static_cast<size_t>(p.repeat_last_n));
+  const size_t first = history.size() - n;
+  const auto n_vocab = static_cast<int64_t>(candidates_.size());
+  window_.clear();
+  for (size_t i = first; i < history.size(); ++i) {
+    const int32_t token = history[i];
+    if (token < 0 || token >= n_vocab) {
+      fail("sampler: history token {} at position {} is outside the vocabulary [0, {})", token,
+           i, n_vocab);
+    }
+    window_.push_back(token);
+  }
+  std::sort(window_.begin(), window_.end());
+
+  // candidates_ is still indexed by id here. Same arithmetic as llama.cpp, in float.
+  for (size_t i = 0; i < window_.size();) {
+    size_t j = i;
+    while (j < window_.size() && window_[j] == window_[i]) ++j;
+    const auto count = static_cast<float>(j - i);
+    float& logit = candidates_[static_cast<size_t>(window_[i])].logit;
+    if (logit <= 0.0f) {
+      logit *= p.repeat_penalty;
+    } else {
+      logit /= p.repeat_penalty;
+    }
+    logit -= count * p.frequency_penalty + p.presence_penalty;
+    i = j;
+  }
+}
+
+namespace {
+
+// Best first: higher logit, then lower id (a total order, so selection is deterministic).
+bool better(float la, int32_t ia, float lb, int32_t ib) {
+  return la > lb || (la == lb && ia < ib);
+}
+
+}  // namespace
+
+void Sampler::apply_top_k() {
+  const size_t n = candidates_.size();
+  const auto k = static_cast<size_t>(params_.top_k);
+  const auto is_masked = [](const Candidate& c) { return c.logit == kNegInf; };
+  const auto cmp = [](const Candidate& a, const Candidate& b) {
+    return better(a.logit, a.id, b.logit, b.id);
+  };
+  if (k == 0 || k >= n) {
+    std::erase_if(candidates_, is_masked);
+    return;
+  }
+  if (k > n / kHeapTopKDivisor) {
+    std::erase_if(candidates_, is_masked);
+    if (k >= candidates_.size()) return;
+    std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<ptrdiff_t>(k),
+                     candidates_.end(), cmp);
+    candidates_.resize(k);
+    return;
+  }
+  // Small k: one scan against a heap of the k best so far (its top is the worst of them);
+  // most candidates are rejected by a single comparison and nothing else moves.
+  heap_.clear();
+  for (const Candidate& c : candidates_) {
+    if (c.logit == kNegInf) continue;
+    if (heap_.size() < k) {
+      heap_.push_back(c);
+      std::push_heap(heap_.begin(), heap_.end(), cmp);
+    } else if (cmp(c, heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end(), cmp);
+      heap_.back() = c;
+      std::push_heap(heap_.begin(), heap_.end(), cmp);
+    }
+  }
+  candidates_.swap(heap_);
+}
+
+// top_p and min_p each keep a prefix of the candidates sorted best first, so applying both
+// keeps the shorter prefix whatever their order. top_p's probabilities are those of the set it
+// receives (after top_k, before min_p), as in llama.cpp's chain; min_p's threshold is relative
+// to the best logit, which both keep.
+void Sampler::apply_top_p_min_p() {
+  const bool use_top_p = params_.top_p < 1.0f;
+  const bool use_min_p = params_.min_p > 0.0f;
+  if (!use_top_p && !use_min_p) return;
+
+  float max_logit = kNegInf;
+  for (const Candidate& c : candidates_) max_logit = std::max(max_logit, c.logit);
+  double z = 0.0;
+  if (use_top_p) {
+    for (const Candidate& c : candidates_) {
+      z += static_cast<double>(std::exp(c.logit - max_logit));
+    }
+  }
+
+  if (use_min_p) {
+    const float threshold = max_logit + std::log(params_.min_p);
+    std::erase_if(candidates_, [threshold](const Candidate& c) { return c.logit < threshold; });
+  }
+  if (!use_top_p) return;
+
+  const auto cmp = [](const Candidate& a, const Candidate& b) {
+    return better(a.logit, a.id, b.logit, b.id);
+  };
+  const size_t n = candidates_.size();
+  size_t sorted = 0;
+  size_t chunk = kTopPFirstChunk;
+  double mass = 0.0;
+  while (sorted < n) {
+    const size_t upto = std::min(n, sorted + chunk);
+    // Everything after `sorted` ranks below the sorted prefix: move the next best chunk to the
+    // front of the rest (linear), then sort that chunk only.
+    const auto first = candidates_.begin() + static_cast<ptrdiff_t>(sorted);
+    const auto middle = candidates_.begin() + static_cast<ptrdiff_t>(upto);
+    if (upto < n) std::nth_element(first, middle, candidates_.end(), cmp);
+    std::sort(first, middle, cmp);
+    for (size_t i = sorted; i < upto; ++i) {
+      mass += static_cast<double>(std::exp(candidates_[i].logit - max_logit)) / z;
+      if (mass >= params_.top_p) {
+        candidates_.resize(i + 1);
+        return;
+      }
+    }
+    sorted = upto;
+    chunk *= 4;
+  }
+}
+
+double Sampler::tempered_probs() {
+  float max_logit = kNegInf;
+  for (const Candidate& c : candidates_) max_logit = std::max(max_logit, c.logit);
+  const float temperature = params_.temperature;
+  probs_.resize(candidates_.size());
+  double total = 0.0;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    probs_[i] = std::exp((candidates_[i].logit - max_logit) / temperature);
+    total += probs_[i];
+  }
+  return total;
+}
+
+}  // namespace baton
