@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <regex>
 #include <unordered_map>
 
 #include "engine/base/aligned_buffer.h"
@@ -89,16 +88,28 @@ SplitInfo read_split_keys(const Metadata& md, const std::string& path) {
   return s;
 }
 
-// "dir/name-00001-of-00003.gguf", part 2 -> "dir/name-00002-of-00003.gguf".
+// True when s[at, at+5) are five decimal digits.
+bool five_digits(std::string_view s, size_t at) {
+  if (at + 5 > s.size()) return false;
+  for (size_t i = at; i < at + 5; ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  return true;
+}
+
+// "dir/name-00001-of-00003.gguf", part index 1 -> "dir/name-00002-of-00003.gguf".
 std::string sibling_path(const std::string& first, uint64_t index, uint64_t count) {
-  static const std::regex pattern(R"(^(.*)-(\d{5})-of-(\d{5})\.gguf$)");
-  std::smatch m;
-  if (!std::regex_match(first, m, pattern))
+  // The name ends in "-NNNNN-of-MMMMM.gguf" (20 characters).
+  constexpr std::string_view kSuffix = ".gguf";
+  const size_t n = first.size();
+  const bool matches = n > 20 && std::string_view(first).substr(n - 5) == kSuffix && first[n - 20] == '-' &&
+                       five_digits(first, n - 19) && std::string_view(first).substr(n - 14, 4) == "-of-" &&
+                       five_digits(first, n - 10);
+  if (!matches)
     fail<FormatError>(
         "{}: split model (split.count = {}) but the file name does not follow the "
         "'NAME-00001-of-{:05}.gguf' pattern, so the other parts cannot be found",
         first, count, count);
-  return fmt::format("{}-{:05}-of-{:05}.gguf", m[1].str(), index + 1, count);
+  return fmt::format("{}-{:05}-of-{:05}.gguf", first.substr(0, n - 20), index + 1, count);
 }
 
 }  // namespace
