@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <unordered_map>
 
 #include "engine/base/aligned_buffer.h"
 #include "engine/base/error.h"
@@ -76,13 +75,9 @@ SplitInfo read_split_keys(const Metadata& md, const std::string& path) {
   SplitInfo s;
   if (!md.contains("split.count")) return s;
   s.present = true;
-  try {
-    s.count = md.require_uint("split.count");
-    s.no = md.require_uint("split.no");
-    s.tensors = md.require_uint("split.tensors.count");
-  } catch (const FormatError& e) {
-    fail<FormatError>("{}: {}", path, e.what());
-  }
+  s.count = md.require_uint("split.count");  // errors name the file (Metadata::source_name)
+  s.no = md.require_uint("split.no");
+  s.tensors = md.require_uint("split.tensors.count");
   if (s.count == 0 || s.count > 99999 || s.no >= s.count)
     fail<FormatError>("{}: invalid split keys: split.no = {}, split.count = {}", path, s.no, s.count);
   return s;
@@ -128,24 +123,30 @@ class GgufParser {
     f->parts_.push_back(std::move(first));
 
     const SplitInfo split = read_split_keys(f->metadata_, f->path_);
-    if (!follow_split || !split.present || split.count == 1) return f;
+    if (!follow_split || !split.present || split.count == 1) return index(std::move(f));
     if (split.no != 0)
       fail<FormatError>("{}: this is part {} of {} of a split model; open the first part ({})", f->path_,
                         split.no + 1, split.count, sibling_path(f->path_, 0, split.count));
     for (uint64_t i = 1; i < split.count; ++i) add_part(*f, i, split);
 
-    std::unordered_map<std::string_view, uint32_t> seen;
-    for (const auto& t : f->tensors_)
-      if (auto [it, fresh] = seen.emplace(t.name, t.part); !fresh)
-        fail<FormatError>("{}: tensor '{}' appears in part {} and part {}", f->path_, t.name, it->second + 1,
-                          t.part + 1);
     if (f->tensors_.size() != split.tensors)
       fail<FormatError>("{}: split.tensors.count = {} but the {} parts hold {} tensors", f->path_, split.tensors,
                         split.count, f->tensors_.size());
-    return f;
+    return index(std::move(f));
   }
 
  private:
+  // Builds the name index; a name in two parts is an error (within a part the parser checked).
+  static std::shared_ptr<GgufFile> index(std::shared_ptr<GgufFile> f) {
+    for (size_t i = 0; i < f->tensors_.size(); ++i) {
+      const TensorInfo& t = f->tensors_[i];
+      if (auto [it, fresh] = f->tensor_index_.emplace(t.name, i); !fresh)
+        fail<FormatError>("{}: tensor '{}' appears in part {} and part {}", f->path_, t.name,
+                          f->tensors_[it->second].part + 1, t.part + 1);
+    }
+    return f;
+  }
+
   static void add_part(GgufFile& f, uint64_t index, const SplitInfo& split) {
     const std::string& first_path = f.path_;
     const std::string path = sibling_path(first_path, index, split.count);
@@ -192,9 +193,8 @@ uint64_t GgufFile::total_file_bytes() const {
 }
 
 const TensorInfo* GgufFile::find_tensor(std::string_view name) const {
-  for (const auto& t : tensors_)
-    if (t.name == name) return &t;
-  return nullptr;
+  auto it = tensor_index_.find(name);
+  return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
 const TensorInfo& GgufFile::require_tensor(std::string_view name) const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -36,7 +37,8 @@ class GgufFile {
  public:
   // Opens and validates `path` (and, for a split model, all its parts). Throws FormatError.
   static std::shared_ptr<const GgufFile> open(const std::string& path);
-  // Parses an in-memory image (tests, fuzzing); the bytes are copied.
+  // Parses an in-memory image (tests, fuzzing); the bytes are copied. Split keys are not
+  // followed: the image is one part. prefetch()/release() do nothing on such a file.
   static std::shared_ptr<const GgufFile> from_bytes(std::span<const uint8_t> bytes,
                                                     std::string name = "<memory>");
 
@@ -75,6 +77,7 @@ class GgufFile {
   uint64_t alignment_ = 32;
   Metadata metadata_;
   std::vector<TensorInfo> tensors_;
+  std::map<std::string, size_t, std::less<>> tensor_index_;  // name -> index in tensors_
   std::vector<std::unique_ptr<Part>> parts_;
   friend class GgufParser;
 };

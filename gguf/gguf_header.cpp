@@ -199,6 +199,7 @@ uint64_t TensorInfo::row_bytes() const {
 GgufHeader parse_gguf_header(std::span<const uint8_t> file, std::string_view source) {
   ByteCursor c(file, source);
   GgufHeader h;
+  h.metadata.set_source_name(std::string(source));
   if (file.size() < 4) c.fail_at(0, "not a GGUF file: only {} bytes long", file.size());
   const uint32_t magic = c.u32("magic");
   if (magic != kMagic) {

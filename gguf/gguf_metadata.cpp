@@ -85,8 +85,17 @@ const Value* Metadata::find(std::string_view key) const {
   return it == index_.end() ? nullptr : &entries_[it->second].second;
 }
 
-[[noreturn]] static void type_mismatch(std::string_view key, std::string_view expected, const Value& v) {
-  fail<FormatError>("metadata key '{}': expected {}, found {}", key, expected, describe(v));
+namespace {
+std::string prefix(const std::string& source) { return source.empty() ? std::string() : source + ": "; }
+}  // namespace
+
+[[noreturn]] static void md_fail(const std::string& source, const std::string& message) {
+  throw FormatError(prefix(source) + message);
+}
+
+[[noreturn]] static void type_mismatch(const std::string& source, std::string_view key, std::string_view expected,
+                                       const Value& v) {
+  fail<FormatError>("{}metadata key '{}': expected {}, found {}", prefix(source), key, expected, describe(v));
 }
 
 std::optional<uint64_t> Metadata::find_uint(std::string_view key) const {
@@ -95,11 +104,12 @@ std::optional<uint64_t> Metadata::find_uint(std::string_view key) const {
   if (is_unsigned(v->type)) return std::get<uint64_t>(v->data);
   if (is_signed(v->type)) {
     int64_t i = std::get<int64_t>(v->data);
-    if (i < 0) fail<FormatError>("metadata key '{}': expected a non-negative integer, found {} ({})", key, i,
-                                 value_type_name(v->type));
+    if (i < 0)
+      md_fail(source_, fmt::format("metadata key '{}': expected a non-negative integer, found {} ({})", key, i,
+                                   value_type_name(v->type)));
     return static_cast<uint64_t>(i);
   }
-  type_mismatch(key, "an unsigned integer", *v);
+  type_mismatch(source_, key, "an unsigned integer", *v);
 }
 
 std::optional<int64_t> Metadata::find_int(std::string_view key) const {
@@ -109,10 +119,10 @@ std::optional<int64_t> Metadata::find_int(std::string_view key) const {
   if (is_unsigned(v->type)) {
     uint64_t u = std::get<uint64_t>(v->data);
     if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      fail<FormatError>("metadata key '{}': value {} does not fit a signed 64-bit integer", key, u);
+      md_fail(source_, fmt::format("metadata key '{}': value {} does not fit a signed 64-bit integer", key, u));
     return static_cast<int64_t>(u);
   }
-  type_mismatch(key, "an integer", *v);
+  type_mismatch(source_, key, "an integer", *v);
 }
 
 std::optional<double> Metadata::find_float(std::string_view key) const {
@@ -121,28 +131,28 @@ std::optional<double> Metadata::find_float(std::string_view key) const {
   if (is_float(v->type)) return std::get<double>(v->data);
   if (is_unsigned(v->type)) return static_cast<double>(std::get<uint64_t>(v->data));
   if (is_signed(v->type)) return static_cast<double>(std::get<int64_t>(v->data));
-  type_mismatch(key, "a number", *v);
+  type_mismatch(source_, key, "a number", *v);
 }
 
 std::optional<bool> Metadata::find_bool(std::string_view key) const {
   const Value* v = find(key);
   if (!v) return std::nullopt;
   if (v->type == ValueType::kBool) return std::get<bool>(v->data);
-  type_mismatch(key, "bool", *v);
+  type_mismatch(source_, key, "bool", *v);
 }
 
 std::optional<std::string> Metadata::find_string(std::string_view key) const {
   const Value* v = find(key);
   if (!v) return std::nullopt;
   if (v->type == ValueType::kString) return std::get<std::string>(v->data);
-  type_mismatch(key, "string", *v);
+  type_mismatch(source_, key, "string", *v);
 }
 
 const std::vector<std::string>* Metadata::find_string_array(std::string_view key) const {
   const Value* v = find(key);
   if (!v) return nullptr;
   if (v->is_array() && v->element_type == ValueType::kString) return &std::get<std::vector<std::string>>(v->data);
-  type_mismatch(key, "array of string", *v);
+  type_mismatch(source_, key, "array of string", *v);
 }
 
 std::optional<std::vector<double>> Metadata::find_float_array(std::string_view key) const {
@@ -159,7 +169,7 @@ std::optional<std::vector<double>> Metadata::find_float_array(std::string_view k
       return std::vector<double>(src.begin(), src.end());
     }
   }
-  type_mismatch(key, "array of numbers", *v);
+  type_mismatch(source_, key, "array of numbers", *v);
 }
 
 std::optional<std::vector<int64_t>> Metadata::find_int_array(std::string_view key) const {
@@ -173,43 +183,43 @@ std::optional<std::vector<int64_t>> Metadata::find_int_array(std::string_view ke
       out.reserve(src.size());
       for (size_t i = 0; i < src.size(); ++i) {
         if (src[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-          fail<FormatError>("metadata key '{}': element {} = {} does not fit a signed 64-bit integer", key, i,
-                            src[i]);
+          md_fail(source_, fmt::format("metadata key '{}': element {} = {} does not fit a signed 64-bit integer",
+                                       key, i, src[i]));
         out.push_back(static_cast<int64_t>(src[i]));
       }
       return out;
     }
   }
-  type_mismatch(key, "array of integers", *v);
+  type_mismatch(source_, key, "array of integers", *v);
 }
 
-[[noreturn]] static void missing(std::string_view key, std::string_view expected) {
-  fail<FormatError>("metadata key '{}' ({}) is missing", key, expected);
+[[noreturn]] static void missing(const std::string& source, std::string_view key, std::string_view expected) {
+  fail<FormatError>("{}metadata key '{}' ({}) is missing", prefix(source), key, expected);
 }
 
 uint64_t Metadata::require_uint(std::string_view key) const {
   if (auto v = find_uint(key)) return *v;
-  missing(key, "unsigned integer");
+  missing(source_, key, "unsigned integer");
 }
 int64_t Metadata::require_int(std::string_view key) const {
   if (auto v = find_int(key)) return *v;
-  missing(key, "integer");
+  missing(source_, key, "integer");
 }
 double Metadata::require_float(std::string_view key) const {
   if (auto v = find_float(key)) return *v;
-  missing(key, "number");
+  missing(source_, key, "number");
 }
 bool Metadata::require_bool(std::string_view key) const {
   if (auto v = find_bool(key)) return *v;
-  missing(key, "bool");
+  missing(source_, key, "bool");
 }
 std::string Metadata::require_string(std::string_view key) const {
   if (auto v = find_string(key)) return *v;
-  missing(key, "string");
+  missing(source_, key, "string");
 }
 const std::vector<std::string>& Metadata::require_string_array(std::string_view key) const {
   if (const auto* v = find_string_array(key)) return *v;
-  missing(key, "array of string");
+  missing(source_, key, "array of string");
 }
 
 void Metadata::set_uint32(std::string key, uint32_t v) {
@@ -240,5 +250,6 @@ void Metadata::set_float32_array(std::string key, std::vector<double> v) {
 void Metadata::set_int32_array(std::string key, std::vector<int64_t> v) {
   set(std::move(key), Value{ValueType::kArray, ValueType::kInt32, std::move(v)});
 }
+
 
 }  // namespace baton::gguf

@@ -42,6 +42,10 @@ class Metadata {
   // Keys in file order.
   const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
 
+  // Where the metadata came from (a file path); when set, accessor errors start with it.
+  void set_source_name(std::string source) { source_ = std::move(source); }
+  const std::string& source_name() const { return source_; }
+
   // Any integer type (signed values must be >= 0 for find_uint).
   std::optional<uint64_t> find_uint(std::string_view key) const;
   std::optional<int64_t> find_int(std::string_view key) const;
@@ -73,6 +77,7 @@ class Metadata {
  private:
   std::vector<std::pair<std::string, Value>> entries_;
   std::map<std::string, size_t, std::less<>> index_;
+  std::string source_;
 };
 
 }  // namespace baton::gguf

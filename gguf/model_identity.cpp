@@ -79,11 +79,7 @@ std::string compute_model_identity(const Metadata& metadata, const std::vector<T
 
 std::string model_identity(const GgufFile& file) {
   if (auto src = file.metadata().find_string(kShardSourceIdentityKey)) return *src;
-  try {
-    return compute_model_identity(file.metadata(), file.tensors());
-  } catch (const FormatError& e) {
-    fail<FormatError>("{}: {}", file.path(), e.what());
-  }
+  return compute_model_identity(file.metadata(), file.tensors());  // errors name the file
 }
 
 }  // namespace baton::gguf

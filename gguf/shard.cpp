@@ -16,15 +16,13 @@ bool starts_with_any(std::string_view name, std::initializer_list<std::string_vi
   return false;
 }
 
+// Metadata errors name the file (Metadata::source_name).
 uint32_t block_count(const GgufFile& file) {
-  try {
-    const std::string arch = file.metadata().require_string("general.architecture");
-    const uint64_t n = file.metadata().require_uint(arch + ".block_count");
-    if (n > UINT32_MAX) fail<FormatError>("{}.block_count = {} is not a plausible layer count", arch, n);
-    return static_cast<uint32_t>(n);
-  } catch (const FormatError& e) {
-    fail<FormatError>("{}: {}", file.path(), e.what());
-  }
+  const std::string arch = file.metadata().require_string("general.architecture");
+  const uint64_t n = file.metadata().require_uint(arch + ".block_count");
+  if (n > UINT32_MAX)
+    fail<FormatError>("{}: {}.block_count = {} is not a plausible layer count", file.path(), arch, n);
+  return static_cast<uint32_t>(n);
 }
 
 }  // namespace
@@ -46,16 +44,13 @@ HeldLayers held_layers(const GgufFile& file) {
   h.last = h.n_layer == 0 ? 0 : h.n_layer - 1;
   const Metadata& md = file.metadata();
   if (!md.contains(kShardFirstLayerKey) && !md.contains(kShardLastLayerKey)) return h;
-  try {
-    const uint64_t first = md.require_uint(kShardFirstLayerKey);
-    const uint64_t last = md.require_uint(kShardLastLayerKey);
-    if (first > last || last >= h.n_layer)
-      fail<FormatError>("shard range {}-{} does not fit the model's {} layers", first, last, h.n_layer);
-    h.first = static_cast<uint32_t>(first);
-    h.last = static_cast<uint32_t>(last);
-  } catch (const FormatError& e) {
-    fail<FormatError>("{}: {}", file.path(), e.what());
-  }
+  const uint64_t first = md.require_uint(kShardFirstLayerKey);
+  const uint64_t last = md.require_uint(kShardLastLayerKey);
+  if (first > last || last >= h.n_layer)
+    fail<FormatError>("{}: shard range {}-{} does not fit the model's {} layers", file.path(), first, last,
+                      h.n_layer);
+  h.first = static_cast<uint32_t>(first);
+  h.last = static_cast<uint32_t>(last);
   h.is_shard = true;
   return h;
 }

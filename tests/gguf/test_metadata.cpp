@@ -35,6 +35,17 @@ TEST_CASE("stories260K metadata reads back with the documented values") {
   CHECK(ffn_down.ne == std::vector<uint64_t>{172, 64});
   CHECK(ffn_down.n_bytes == 172 * 64 * 4);
   CHECK(f->tensor_file_offset(f->tensors()[0]) == 14176);
+  CHECK(f->find_tensor("blk.4.ffn_norm.weight") == &f->tensors().back());
+  CHECK(f->find_tensor("blk.5.ffn_norm.weight") == nullptr);
+}
+
+TEST_CASE("metadata errors of an opened file name the file") {
+  auto f = GgufFile::open(baton::test::shared_path("models/stories260K.gguf"));
+  CHECK_THROWS_WITH(f->metadata().require_string("llama.block_count"),
+                    Catch::StartsWith(f->path() + ": metadata key 'llama.block_count': expected string, found uint32"));
+  CHECK_THROWS_WITH(f->metadata().require_uint("llama.rope.freq_base"),
+                    Catch::StartsWith(f->path() + ": metadata key 'llama.rope.freq_base'") &&
+                        Catch::Contains("missing"));
 }
 
 TEST_CASE("metadata accessors name the key and both types on a mismatch") {
