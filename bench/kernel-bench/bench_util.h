@@ -7,11 +7,13 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "engine/base/ggml_type.h"
 #include "kernels/isa.h"
+#include "kernels/thread_pool.h"
 
 namespace baton::bench {
 
@@ -66,6 +68,35 @@ double median_seconds(int reps, double budget_s, Fn&& fn) {
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f);
+
+// Reads `bytes` at p (a multiple of 32) split across the pool's threads, summing words; the
+// speed of light of any kernel that streams the same bytes once.
+uint64_t read_sum_bytes(const void* p, size_t bytes, kernels::ThreadPool& pool);
+
+// Median seconds of a(rep) and of b(rep), their repetitions interleaved (a, b, a, b ...) so that
+// both see the same machine load; returns {median a, median b}.
+template <class FnA, class FnB>
+std::pair<double, double> interleaved_medians(int reps, double budget_s, FnA&& a, FnB&& b) {
+  using clock = std::chrono::steady_clock;
+  std::vector<double> sa, sb;
+  const auto start = clock::now();
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = clock::now();
+    a(r);
+    auto t1 = clock::now();
+    b(r);
+    auto t2 = clock::now();
+    sa.push_back(std::chrono::duration<double>(t1 - t0).count());
+    sb.push_back(std::chrono::duration<double>(t2 - t1).count());
+    if (r >= 2 && std::chrono::duration<double>(t2 - start).count() > budget_s) break;
+  }
+  auto median = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  return {median(sa), median(sb)};
+}
 
 // Sections (each prints its rows).
 void run_membw(const BenchOptions& opt, Peaks& peaks);

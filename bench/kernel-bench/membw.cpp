@@ -3,6 +3,7 @@
 #include <immintrin.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fmt/format.h>
@@ -78,6 +79,17 @@ double llc_bytes() {
 }
 
 }  // namespace
+
+uint64_t read_sum_bytes(const void* p, size_t bytes, kernels::ThreadPool& pool) {
+  const auto* words = static_cast<const uint64_t*>(p);
+  const size_t n_words = bytes / sizeof(uint64_t);
+  std::atomic<uint64_t> total{0};
+  pool.run([&](int ith, int n) {
+    const size_t per = n_words / static_cast<size_t>(n) / 4 * 4;
+    total += read_sum(words + per * static_cast<size_t>(ith), per);
+  });
+  return total;
+}
 
 void run_membw(const BenchOptions& opt, Peaks& peaks) {
   peaks.llc_bytes = llc_bytes();
