@@ -6,8 +6,9 @@
 //
 // Design goals: a query's result depends only on its q, its cache and n_kv — never on the other
 // queries in the batch or on the thread count (positions are processed in fixed chunks from
-// position 0); one pass over K/V so that 4096+ contexts stay memory-bound; GQA heads sharing a
-// KV head are computed together so each K/V row is read once per group.
+// position 0); one front-to-back pass over the cache for all heads of a query (a per-head pass
+// over a [pos][kv_head][dim] cache would touch every page once per KV head), so that long
+// contexts run at memory speed; GQA heads sharing a KV head reuse its K/V rows from L1.
 // Non-goals: masks other than causal length, ALiBi, logit soft-capping, quantized KV caches.
 #pragma once
 
@@ -28,7 +29,6 @@ struct AttentionShape {
   float scale = 0.0f;      // applied to q·k (usually 1/sqrt(head_dim))
 
   static constexpr int64_t kMaxHeadDim = 512;
-  static constexpr int64_t kMaxGroup = 64;   // n_head / n_head_kv
 };
 
 // One query token: position p of KV head j is at k + p * kv_stride + j * head_dim (likewise v).
@@ -40,7 +40,8 @@ struct AttentionQuery {
   float* out = nullptr;          // [n_head, head_dim]
 };
 
-// Computes every query's output on the pool (work split over queries × KV-head groups).
+// Computes every query's output on the pool (work split over queries, and over head ranges
+// when there are fewer queries than twice the threads).
 // The shape is checked once at entry (a broken precondition is fatal: see BATON_KERNEL_CHECK).
 void attention(ThreadPool& pool, const AttentionShape& shape, std::span<const AttentionQuery> queries,
                Isa isa = active_isa());

@@ -1,7 +1,8 @@
-// AVX2+FMA+F16C attention for one group of query heads (built with -march=x86-64-v3); the
-// algorithm of attention_scalar.cpp with 8-lane f32 dot products and avx2::exp_ps, the group's
-// query heads sharing each chunk of K/V rows while it is in L1. Head dims that are not a
-// multiple of 8 go through a zero-padded copy. No inline library functions here.
+// AVX2+FMA+F16C attention for a range of query heads of one query (built with -march=x86-64-v3):
+// the algorithm of attention_scalar.cpp with 8-lane f32 dot products and avx2::exp_ps. Each
+// chunk of positions is visited once for all heads; the query heads of one KV head share its
+// K/V rows while they are in L1. Head dims that are not a multiple of 8 go through a
+// zero-padded copy. No inline library functions here.
 #include <immintrin.h>
 
 #include <cstring>
@@ -31,14 +32,15 @@ float exp1(float x) { return _mm256_cvtss_f32(exp_ps(_mm256_set1_ps(x))); }
 
 // scores[j] = (q · k_{c0+j}) · scale for j < nc; four positions at a time, each its own
 // accumulator chain (the per-position arithmetic does not depend on that grouping).
-void chunk_scores(const AttentionGroup& g, const float* qh, int64_t c0, int64_t nc, float* scores) {
-  const int64_t D = g.head_dim;
+void chunk_scores(const AttentionTask& t, const uint16_t* k, const float* qh, int64_t c0, int64_t nc,
+                  float* scores) {
+  const int64_t D = t.head_dim;
   int64_t j = 0;
   for (; j + 4 <= nc; j += 4) {
-    const uint16_t* k0 = g.k + static_cast<size_t>(c0 + j) * g.kv_stride;
-    const uint16_t* k1 = k0 + g.kv_stride;
-    const uint16_t* k2 = k1 + g.kv_stride;
-    const uint16_t* k3 = k2 + g.kv_stride;
+    const uint16_t* k0 = k + static_cast<size_t>(c0 + j) * t.kv_stride;
+    const uint16_t* k1 = k0 + t.kv_stride;
+    const uint16_t* k2 = k1 + t.kv_stride;
+    const uint16_t* k3 = k2 + t.kv_stride;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
     for (int64_t d = 0; d < D; d += 8) {
       const __m256 q = _mm256_load_ps(qh + d);
@@ -47,64 +49,66 @@ void chunk_scores(const AttentionGroup& g, const float* qh, int64_t c0, int64_t 
       a2 = _mm256_fmadd_ps(q, load_f16(k2 + d, D - d), a2);
       a3 = _mm256_fmadd_ps(q, load_f16(k3 + d, D - d), a3);
     }
-    scores[j + 0] = hsum_ps(a0) * g.scale;
-    scores[j + 1] = hsum_ps(a1) * g.scale;
-    scores[j + 2] = hsum_ps(a2) * g.scale;
-    scores[j + 3] = hsum_ps(a3) * g.scale;
+    scores[j + 0] = hsum_ps(a0) * t.scale;
+    scores[j + 1] = hsum_ps(a1) * t.scale;
+    scores[j + 2] = hsum_ps(a2) * t.scale;
+    scores[j + 3] = hsum_ps(a3) * t.scale;
   }
   for (; j < nc; ++j) {
-    const uint16_t* k0 = g.k + static_cast<size_t>(c0 + j) * g.kv_stride;
+    const uint16_t* k0 = k + static_cast<size_t>(c0 + j) * t.kv_stride;
     __m256 a0 = _mm256_setzero_ps();
     for (int64_t d = 0; d < D; d += 8) a0 = _mm256_fmadd_ps(_mm256_load_ps(qh + d), load_f16(k0 + d, D - d), a0);
-    scores[j] = hsum_ps(a0) * g.scale;
+    scores[j] = hsum_ps(a0) * t.scale;
   }
 }
 
 // acc[d0 .. d0 + 8·NB) += Σ_j p_j · v_{c0+j}[...], the accumulators held in registers.
 template <int NB>
-void accumulate_v(const AttentionGroup& g, const float* p, int64_t c0, int64_t nc, int64_t d0, float* acc) {
+void accumulate_v(const AttentionTask& t, const uint16_t* v, const float* p, int64_t c0, int64_t nc, int64_t d0,
+                  float* acc) {
   __m256 a[NB];
   for (int b = 0; b < NB; ++b) a[b] = _mm256_load_ps(acc + d0 + 8 * b);
   for (int64_t j = 0; j < nc; ++j) {
-    const uint16_t* vr = g.v + static_cast<size_t>(c0 + j) * g.kv_stride + d0;
+    const uint16_t* vr = v + static_cast<size_t>(c0 + j) * t.kv_stride + d0;
     const __m256 pj = _mm256_set1_ps(p[j]);
-    for (int b = 0; b < NB; ++b) a[b] = _mm256_fmadd_ps(pj, load_f16(vr + 8 * b, g.head_dim - d0 - 8 * b), a[b]);
+    for (int b = 0; b < NB; ++b) a[b] = _mm256_fmadd_ps(pj, load_f16(vr + 8 * b, t.head_dim - d0 - 8 * b), a[b]);
   }
   for (int b = 0; b < NB; ++b) _mm256_store_ps(acc + d0 + 8 * b, a[b]);
 }
 
-void accumulate_v_any(const AttentionGroup& g, const float* p, int64_t c0, int64_t nc, float* acc) {
-  const int64_t n_vec = (g.head_dim + 7) / 8;
+void accumulate_v_any(const AttentionTask& t, const uint16_t* v, const float* p, int64_t c0, int64_t nc, float* acc) {
+  const int64_t n_vec = (t.head_dim + 7) / 8;
   for (int64_t b0 = 0; b0 < n_vec; b0 += 8) {
     const int64_t d0 = b0 * 8;
     switch (n_vec - b0 >= 8 ? 8 : n_vec - b0) {
-      case 1: accumulate_v<1>(g, p, c0, nc, d0, acc); break;
-      case 2: accumulate_v<2>(g, p, c0, nc, d0, acc); break;
-      case 3: accumulate_v<3>(g, p, c0, nc, d0, acc); break;
-      case 4: accumulate_v<4>(g, p, c0, nc, d0, acc); break;
-      case 5: accumulate_v<5>(g, p, c0, nc, d0, acc); break;
-      case 6: accumulate_v<6>(g, p, c0, nc, d0, acc); break;
-      case 7: accumulate_v<7>(g, p, c0, nc, d0, acc); break;
-      default: accumulate_v<8>(g, p, c0, nc, d0, acc); break;
+      case 1: accumulate_v<1>(t, v, p, c0, nc, d0, acc); break;
+      case 2: accumulate_v<2>(t, v, p, c0, nc, d0, acc); break;
+      case 3: accumulate_v<3>(t, v, p, c0, nc, d0, acc); break;
+      case 4: accumulate_v<4>(t, v, p, c0, nc, d0, acc); break;
+      case 5: accumulate_v<5>(t, v, p, c0, nc, d0, acc); break;
+      case 6: accumulate_v<6>(t, v, p, c0, nc, d0, acc); break;
+      case 7: accumulate_v<7>(t, v, p, c0, nc, d0, acc); break;
+      default: accumulate_v<8>(t, v, p, c0, nc, d0, acc); break;
     }
   }
 }
 
 }  // namespace
 
-void attend_group(const AttentionGroup& g) {
-  const int64_t D = g.head_dim;
+void attend(const AttentionTask& t) {
+  const int64_t D = t.head_dim;
+  const int64_t n_q = t.h1 - t.h0;
   const size_t dp = static_cast<size_t>((D + 15) / 16 * 16);
-  float* qf = g.scratch;                                      // [n_q][dp]
-  float* acc = qf + static_cast<size_t>(g.n_q) * dp;          // [n_q][dp]
-  float* scores = acc + static_cast<size_t>(g.n_q) * dp;     // [n_q][kAttentionChunk]
-  float* M = scores + static_cast<size_t>(g.n_q) * kAttentionChunk;  // [n_q]
-  float* S = M + g.n_q;                                       // [n_q]
+  float* qf = t.scratch;                                      // [n_q][dp]
+  float* acc = qf + static_cast<size_t>(n_q) * dp;          // [n_q][dp]
+  float* scores = acc + static_cast<size_t>(n_q) * dp;     // [n_q][kAttentionChunk]
+  float* M = scores + static_cast<size_t>(n_q) * kAttentionChunk;  // [n_q]
+  float* S = M + n_q;                                       // [n_q]
 
-  for (int64_t h = 0; h < g.n_q; ++h) {
+  for (int64_t h = 0; h < n_q; ++h) {
     for (size_t d = 0; d < dp; d += 8) {
       const int64_t rem = D - static_cast<int64_t>(d);
-      const __m256 q = rem > 0 ? load_f32(g.q + h * D + static_cast<int64_t>(d), rem) : _mm256_setzero_ps();
+      const __m256 q = rem > 0 ? load_f32(t.q + (t.h0 + h) * D + static_cast<int64_t>(d), rem) : _mm256_setzero_ps();
       const __m256 q16 = _mm256_cvtph_ps(_mm256_cvtps_ph(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
       _mm256_store_ps(qf + h * dp + d, q16);
       _mm256_store_ps(acc + h * dp + d, _mm256_setzero_ps());
@@ -113,12 +117,13 @@ void attend_group(const AttentionGroup& g) {
     S[h] = 0.0f;
   }
 
-  for (int64_t c0 = 0; c0 < g.n_kv; c0 += kAttentionChunk) {
-    const int64_t nc = g.n_kv - c0 < kAttentionChunk ? g.n_kv - c0 : kAttentionChunk;
-    for (int64_t h = 0; h < g.n_q; ++h) {
+  for (int64_t c0 = 0; c0 < t.n_kv; c0 += kAttentionChunk) {
+    const int64_t nc = t.n_kv - c0 < kAttentionChunk ? t.n_kv - c0 : kAttentionChunk;
+    for (int64_t h = 0; h < n_q; ++h) {
       float* sh = scores + h * kAttentionChunk;
       float* ah = acc + h * dp;
-      chunk_scores(g, qf + h * dp, c0, nc, sh);
+      const int64_t kv_offset = (t.h0 + h) / t.group * D;  // this head's KV head
+      chunk_scores(t, t.k + kv_offset, qf + h * dp, c0, nc, sh);
       for (int64_t j = nc; j < (nc + 7) / 8 * 8; ++j) sh[j] = -__builtin_inff();  // pad the last vector
 
       __m256 vmax = _mm256_set1_ps(-__builtin_inff());
@@ -139,16 +144,16 @@ void attend_group(const AttentionGroup& g) {
         psum = _mm256_add_ps(psum, p);
       }
       S[h] += hsum_ps(psum);
-      accumulate_v_any(g, sh, c0, nc, ah);
+      accumulate_v_any(t, t.v + kv_offset, sh, c0, nc, ah);
     }
   }
 
-  for (int64_t h = 0; h < g.n_q; ++h) {
+  for (int64_t h = 0; h < n_q; ++h) {
     const __m256 inv = _mm256_set1_ps(1.0f / S[h]);
     int64_t d = 0;
     for (; d + 8 <= D; d += 8)
-      _mm256_storeu_ps(g.out + h * D + d, _mm256_mul_ps(_mm256_load_ps(acc + h * dp + d), inv));
-    for (; d < D; ++d) g.out[h * D + d] = acc[h * dp + d] * _mm256_cvtss_f32(inv);
+      _mm256_storeu_ps(t.out + (t.h0 + h) * D + d, _mm256_mul_ps(_mm256_load_ps(acc + h * dp + d), inv));
+    for (; d < D; ++d) t.out[(t.h0 + h) * D + d] = acc[h * dp + d] * _mm256_cvtss_f32(inv);
   }
 }
 

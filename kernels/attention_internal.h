@@ -1,5 +1,5 @@
-// Internal to kernels/: the per-ISA attention kernel for one group of query heads sharing a
-// KV head, and the chunking every variant uses.
+// Internal to kernels/: the per-ISA attention kernel for one query token and a contiguous range
+// of its query heads, and the chunking every variant uses.
 #pragma once
 
 #include <cstddef>
@@ -10,29 +10,34 @@ namespace baton::kernels {
 // Positions are processed in chunks of this many, starting at position 0, in every variant.
 constexpr int64_t kAttentionChunk = 64;
 
-struct AttentionGroup {
-  const float* q;          // [n_q][head_dim], the group's query heads, contiguous
-  const uint16_t* k;       // position 0 of this KV head; position p at k + p * kv_stride
+// Heads [h0, h1) of one query; head h reads KV head h / group. Each chunk of positions is
+// visited once for all heads of the range, so the cache is walked front to back once (on a
+// [pos][kv_head][dim] cache a per-head walk would touch every page once per KV head).
+struct AttentionTask {
+  const float* q;          // [n_head][head_dim] of the query (head h at q + h * head_dim)
+  const uint16_t* k;       // position 0, KV head 0; position p, KV head j at k + p * kv_stride + j * head_dim
   const uint16_t* v;
-  float* out;              // [n_q][head_dim]
-  int64_t n_q;             // heads in the group, 1 .. kMaxGroup
+  float* out;              // [n_head][head_dim]
+  int64_t h0, h1;          // head range, 0 <= h0 < h1 <= n_head
+  int64_t group;           // n_head / n_head_kv
   int64_t head_dim;        // 1 .. kMaxHeadDim
   int64_t n_kv;            // >= 1
   size_t kv_stride;        // F16 elements
   float scale;
-  // Scratch of at least attention_scratch_floats(n_q, head_dim) floats, 64-byte aligned.
-  float* scratch;
+  float* scratch;          // attention_scratch_floats(h1 - h0, head_dim) floats, 64-byte aligned
 };
 
-inline size_t attention_scratch_floats(int64_t n_q, int64_t head_dim) {
+// Per head: q in f32 and the accumulator (head_dim rounded up to 16 each), one chunk of
+// scores, the running max and sum.
+inline size_t attention_scratch_floats(int64_t n_heads, int64_t head_dim) {
   const size_t d = static_cast<size_t>((head_dim + 15) / 16 * 16);
-  return static_cast<size_t>(n_q) * (2 * d + kAttentionChunk + 16);
+  return static_cast<size_t>(n_heads) * (2 * d + kAttentionChunk + 16);
 }
 
-using AttendGroupFn = void (*)(const AttentionGroup& g);
+using AttendFn = void (*)(const AttentionTask& t);
 
-namespace scalar { void attend_group(const AttentionGroup& g); }
-namespace avx2 { void attend_group(const AttentionGroup& g); }
-namespace avx512 { void attend_group(const AttentionGroup& g); }
+namespace scalar { void attend(const AttentionTask& t); }
+namespace avx2 { void attend(const AttentionTask& t); }
+namespace avx512 { void attend(const AttentionTask& t); }
 
 }  // namespace baton::kernels

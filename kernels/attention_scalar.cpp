@@ -1,10 +1,11 @@
-// The scalar reference of attention for one group of query heads (see attention.h): the
-// readable version of the algorithm every SIMD variant follows.
+// The scalar reference of attention for a range of query heads of one query (see attention.h):
+// the readable version of the algorithm every SIMD variant follows (one head at a time here).
 //
 // Per head: q rounded to F16; for each chunk of kAttentionChunk positions: scores
 // s_j = (q·k_j) · scale (dot summed in f32, in order), chunk max m, new running max
 // M' = max(M, m); the accumulator and running sum are rescaled by exp(M − M') when M' > M;
 // p_j = exp(s_j − M'), S += Σ p_j (in order), acc += p_j · v_j. Finally out = acc · (1/S).
+#include <algorithm>
 #include <cmath>
 
 #include "engine/base/fp16.h"
@@ -12,32 +13,27 @@
 
 namespace baton::kernels::scalar {
 
-void attend_group(const AttentionGroup& g) {
-  const int64_t D = g.head_dim;
-  const size_t dp = static_cast<size_t>((D + 15) / 16 * 16);
-  float* qf = g.scratch;                                   // [n_q][dp]
-  float* acc = qf + static_cast<size_t>(g.n_q) * dp;       // [n_q][dp]
-  float* scores = acc + static_cast<size_t>(g.n_q) * dp;   // [kAttentionChunk]
+void attend(const AttentionTask& t) {
+  const int64_t D = t.head_dim;
+  float* qh = t.scratch;          // [D]
+  float* ah = qh + D;             // [D]
+  float* scores = ah + D;         // [kAttentionChunk]
 
-  for (int64_t h = 0; h < g.n_q; ++h) {
-    float* qh = qf + h * dp;
-    for (int64_t d = 0; d < D; ++d) qh[d] = fp16_to_fp32(fp32_to_fp16(g.q[h * D + d]));
-  }
-
-  for (int64_t h = 0; h < g.n_q; ++h) {
-    const float* qh = qf + h * dp;
-    float* ah = acc + h * dp;
+  for (int64_t h = t.h0; h < t.h1; ++h) {
+    for (int64_t d = 0; d < D; ++d) qh[d] = fp16_to_fp32(fp32_to_fp16(t.q[h * D + d]));
+    const uint16_t* k = t.k + (h / t.group) * D;  // this head's KV head at position 0
+    const uint16_t* v = t.v + (h / t.group) * D;
     for (int64_t d = 0; d < D; ++d) ah[d] = 0.0f;
     float M = -INFINITY, S = 0.0f;
 
-    for (int64_t c0 = 0; c0 < g.n_kv; c0 += kAttentionChunk) {
-      const int64_t nc = std::min(kAttentionChunk, g.n_kv - c0);
+    for (int64_t c0 = 0; c0 < t.n_kv; c0 += kAttentionChunk) {
+      const int64_t nc = std::min(kAttentionChunk, t.n_kv - c0);
       float m = -INFINITY;
       for (int64_t j = 0; j < nc; ++j) {
-        const uint16_t* kr = g.k + static_cast<size_t>(c0 + j) * g.kv_stride;
+        const uint16_t* kr = k + static_cast<size_t>(c0 + j) * t.kv_stride;
         float dot = 0.0f;
         for (int64_t d = 0; d < D; ++d) dot += qh[d] * fp16_to_fp32(kr[d]);
-        scores[j] = dot * g.scale;
+        scores[j] = dot * t.scale;
         m = std::fmax(m, scores[j]);
       }
       const float M_new = std::fmax(M, m);
@@ -50,13 +46,13 @@ void attend_group(const AttentionGroup& g) {
       for (int64_t j = 0; j < nc; ++j) {
         const float p = std::exp(scores[j] - M);
         S += p;
-        const uint16_t* vr = g.v + static_cast<size_t>(c0 + j) * g.kv_stride;
+        const uint16_t* vr = v + static_cast<size_t>(c0 + j) * t.kv_stride;
         for (int64_t d = 0; d < D; ++d) ah[d] += p * fp16_to_fp32(vr[d]);
       }
     }
 
     const float inv = 1.0f / S;
-    for (int64_t d = 0; d < D; ++d) g.out[h * D + d] = ah[d] * inv;
+    for (int64_t d = 0; d < D; ++d) t.out[h * D + d] = ah[d] * inv;
   }
 }
 

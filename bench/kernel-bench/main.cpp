@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -100,6 +101,11 @@ int main(int argc, char** argv) {
     Peaks peaks;
     fmt::print("# kernel-bench: detected ISA {}, {} hardware threads; medians of up to {} runs\n",
                baton::kernels::isa_name(baton::kernels::detected_isa()), std::thread::hardware_concurrency(), opt.reps);
+    if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+      char load[128] = {0};
+      if (std::fgets(load, sizeof load, f)) fmt::print("# load average at start: {}", load);
+      std::fclose(f);
+    }
     print_header();
     if (opt.wants("membw") || opt.wants("matvec") || opt.wants("batch") || opt.wants("attention"))
       run_membw(opt, peaks);
