@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include <cstring>
+#include <map>
 #include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -68,6 +69,7 @@ void run_onednn(const BenchOptions& opt, const Peaks& peaks) {
   const auto af = random_floats(static_cast<size_t>(max_tok * k), 98);
   const auto ab = to_bf16(af);
   std::vector<float> out(static_cast<size_t>(max_tok * n)), alone(static_cast<size_t>(n));
+  std::map<std::pair<bool, int64_t>, std::vector<float>> first_out;  // by (bf16, m): the first thread count's output
 
   for (dt type : {dt::f32, dt::bf16}) {
     const bool bf16 = type == dt::bf16;
@@ -75,7 +77,7 @@ void run_onednn(const BenchOptions& opt, const Peaks& peaks) {
     void* w = bf16 ? const_cast<uint16_t*>(wb.data()) : static_cast<void*>(const_cast<float*>(wf.data()));
     for (int nth : opt.threads) {
       omp_set_num_threads(nth);
-      for (int64_t m : {int64_t{1}, int64_t{opt.batch}, int64_t{512}}) {
+      for (int64_t m : {int64_t{1}, int64_t{7}, int64_t{opt.batch}, int64_t{512}}) {
         DnnlMatmul mm(eng, strm, m, n, k, type, w);
         auto src = [&](int64_t row) -> void* {
           return bf16 ? static_cast<void*>(const_cast<uint16_t*>(ab.data() + row * k))
@@ -83,14 +85,23 @@ void run_onednn(const BenchOptions& opt, const Peaks& peaks) {
         };
         mm.run(src(0), out.data());
         const double sec = median_seconds(opt.reps, opt.budget_s, [&](int) { mm.run(src(0), out.data()); });
-        // Batch invariance: row 3 of the batch against row 3 computed alone.
-        std::string invariant = "-";
-        if (m > 3) {
+        // Batch invariance: rows 0, 3 and m-1 of the batch against the same rows computed
+        // alone; thread invariance: the whole output against the first thread count's.
+        std::string invariant = "rows == alone";
+        for (int64_t row : {int64_t{0}, int64_t{3}, m - 1}) {
+          if (row >= m) continue;
           DnnlMatmul one(eng, strm, 1, n, k, type, w);
-          one.run(src(3), alone.data());
-          invariant = std::memcmp(alone.data(), out.data() + 3 * n, static_cast<size_t>(n) * sizeof(float)) == 0
-                          ? "batch-invariant"
-                          : "NOT batch-invariant";
+          one.run(src(row), alone.data());
+          if (std::memcmp(alone.data(), out.data() + row * n, static_cast<size_t>(n) * sizeof(float)) != 0)
+            invariant = "rows != alone";
+        }
+        auto& first = first_out[{bf16, m}];
+        if (first.empty()) {
+          first.assign(out.begin(), out.begin() + m * n);
+        } else {
+          invariant += std::memcmp(first.data(), out.data(), first.size() * sizeof(float)) == 0
+                           ? ", == 1st thread count"
+                           : ", != 1st thread count";
         }
         const double gflops = 2.0 * static_cast<double>(m * n * k) / sec / 1e9;
         const auto peak = peaks.fma_gflops.find({static_cast<int>(kernels::Isa::kAvx512), nth});
