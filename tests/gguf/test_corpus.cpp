@@ -1,6 +1,8 @@
 // The committed fuzz seed corpus (tests/gguf/corpus/) replayed through the parser: every file
 // parses or is refused with a FormatError. The hidden test "[.corpus]" regenerates the seeds
 // into $BATON_CORPUS_OUT (run: BATON_CORPUS_OUT=tests/gguf/corpus test_gguf "[.corpus]").
+// fuzz-found-*.gguf are coverage-increasing inputs kept from libFuzzer runs of
+// tests/fuzz/fuzz_gguf (5.7 M executions, no crash found); a crasher found later goes here too.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
