@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/blocks_k.h"
@@ -71,6 +72,13 @@ void quantize_q8_k(const float* src, void* dst, int64_t n) {
         }
       }
       const float iscale = -127.0f / src[first];
+      block.d = 1.0f / iscale;
+      // A block of magnitudes below 127 / FLT_MAX: ggml's nearest_int turns the infinite
+      // products into 0, so the block is all zero (with d = -0 or +0).
+      if (!std::isfinite(iscale)) {
+        std::memcpy(y, &block, sizeof block);
+        continue;
+      }
       const __m256 vs = _mm256_set1_ps(iscale);
       const __m256i hi = _mm256_set1_epi32(127);
       for (int s = 0; s < 16; ++s) {
@@ -87,7 +95,6 @@ void quantize_q8_k(const float* src, void* dst, int64_t n) {
         const __m128i order = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(block.qs + 16 * s), _mm_shuffle_epi8(p8, order));
       }
-      block.d = 1.0f / iscale;
     }
     std::memcpy(y, &block, sizeof block);
   }

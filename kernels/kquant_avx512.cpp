@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/blocks_k.h"
@@ -62,6 +63,13 @@ void quantize_q8_k(const float* src, void* dst, int64_t n) {
         }
       }
       const float iscale = -127.0f / src[first];
+      block.d = 1.0f / iscale;
+      // A block of magnitudes below 127 / FLT_MAX: ggml's nearest_int turns the infinite
+      // products into 0, so the block is all zero (with d = -0 or +0).
+      if (!std::isfinite(iscale)) {
+        std::memcpy(y, &block, sizeof block);
+        continue;
+      }
       const __m512 vs = _mm512_set1_ps(iscale);
       for (int s = 0; s < 16; ++s) {
         const __m512i q =
@@ -69,7 +77,6 @@ void quantize_q8_k(const float* src, void* dst, int64_t n) {
         block.bsums[s] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(block.qs + 16 * s), _mm512_cvtepi32_epi8(q));
       }
-      block.d = 1.0f / iscale;
     }
     std::memcpy(y, &block, sizeof block);
   }

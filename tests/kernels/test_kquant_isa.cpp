@@ -70,8 +70,9 @@ TEST_CASE("every ISA's Q8_K quantizer writes the scalar reference's bytes") {
   std::fill(x.begin() + 2 * kernels::kQK_K, x.begin() + 3 * kernels::kQK_K, 0.0f);  // an all-zero block
   x[4 * kernels::kQK_K + 10] = 9.0f;                                                // a tie of magnitudes:
   x[4 * kernels::kQK_K + 200] = -9.0f;                                              // the first one wins
-  x[5 * kernels::kQK_K + 255] = -1e-30f * 0 - 20.0f;                                // max in the last lane
+  x[5 * kernels::kQK_K + 255] = -20.0f;                                             // max in the last lane
   for (int64_t i = 6 * kernels::kQK_K; i < 7 * kernels::kQK_K; ++i) x[i] = 0.5f * static_cast<float>(i % 7);  // halves
+  for (int64_t i = 7 * kernels::kQK_K; i < 8 * kernels::kQK_K; ++i) x[i] = (i % 3 ? 1e-38f : -2e-38f);  // -127/max = inf
   std::vector<uint8_t> ref(nb * sizeof(kernels::BlockQ8K));
   kernels::scalar::quantize_q8_k(x.data(), ref.data(), n);
   const std::vector<KType> types = all_ktypes();
