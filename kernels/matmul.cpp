@@ -8,15 +8,10 @@
 namespace baton::kernels {
 namespace {
 
-// Token tile of one gemm call in batched matmuls: large enough for the kernels to reuse each
-// weight block across tokens, small enough that the tile's activations stay in L2.
-constexpr int64_t kTokenTile = 32;
 // Below this many activation elements the caller converts them alone: waking the pool costs more.
 constexpr int64_t kParallelConvertMin = 1 << 15;
 // Output rows per chunk are a multiple of this (kernels process rows in small groups).
 constexpr int64_t kRowGranule = 16;
-// Aim for this many chunks per thread so the atomic chunk counter balances uneven threads.
-constexpr int64_t kChunksPerThread = 8;
 
 size_t dense_row_bytes(GgmlType type, int64_t k, std::string_view name) {
   const GgmlTypeInfo& info = require_ggml_type(type);
@@ -139,11 +134,11 @@ void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* ac
   // Chunks: per target, row blocks × token tiles (token tile innermost so that threads working
   // on neighbouring chunks share the weight block in cache).
   const int nth = pool_.n_threads();
-  const int64_t tok_tile = std::min(n_tok, kTokenTile);
+  const int64_t tok_tile = std::min(n_tok, std::max<int64_t>(1, tuning_.token_tile));
   const int64_t n_tiles = ceil_div(n_tok, tok_tile);
   int64_t total_rows = 0;
   for (const auto& t : targets) total_rows += t.w.n_rows;
-  const int64_t want_chunks = std::max<int64_t>(1, nth * kChunksPerThread / n_tiles);
+  const int64_t want_chunks = std::max<int64_t>(1, nth * std::max<int64_t>(1, tuning_.chunks_per_thread) / n_tiles);
   const int64_t rows_per_chunk =
       std::max(kRowGranule, ceil_div(ceil_div(total_rows, want_chunks), kRowGranule) * kRowGranule);
 

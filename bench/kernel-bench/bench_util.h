@@ -25,6 +25,7 @@ struct BenchOptions {
   int reps = 15;                      // repetitions per case (median reported)
   double budget_s = 3.0;              // stop repeating a case after this long (>= 3 samples)
   int batch = 128;                    // n_tok of the batched cases
+  std::vector<int64_t> token_tiles;   // MatmulTuning::token_tile values for the batched cases (empty: default)
   bool wants(const std::string& s) const { return sections.count(s) > 0; }
 };
 

@@ -1,7 +1,8 @@
 // kernel-bench: one row per op × type × shape × ISA × threads, with time, GB/s or GFLOP/s and
 // the percentage of this machine's measured peak (read bandwidth or f32 FMA throughput,
 // measured first). Usage: kernel-bench [--types q4_0,q8_0] [--isa avx2,avx512]
-// [--threads 1,2] [--reps 15] [--sections membw,pool,ops,matvec,batch,attention,onednn].
+// [--threads 1,2] [--reps 15] [--sections membw,pool,ops,matvec,batch,attention,onednn]
+// [--batch 128] [--token-tiles 32,128].
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -24,13 +25,13 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float scale) {
 }
 
 void print_header() {
-  fmt::print("{:<10} {:<7} {:<26} {:<7} {:>3} {:>12} {:>9} {:>9} {:>7}  {}\n", "op", "type", "shape", "isa", "thr",
+  fmt::print("{:<10} {:<7} {:<32} {:<7} {:>3} {:>12} {:>9} {:>9} {:>7}  {}\n", "op", "type", "shape", "isa", "thr",
              "time_us", "GB/s", "GFLOP/s", "%peak", "note");
 }
 
 void print_row(const Row& r) {
   auto num = [](double v, int prec) { return std::isnan(v) ? std::string("-") : fmt::format("{:.{}f}", v, prec); };
-  fmt::print("{:<10} {:<7} {:<26} {:<7} {:>3} {:>12} {:>9} {:>9} {:>7}  {}\n", r.op, r.type, r.shape, r.isa, r.threads,
+  fmt::print("{:<10} {:<7} {:<32} {:<7} {:>3} {:>12} {:>9} {:>9} {:>7}  {}\n", r.op, r.type, r.shape, r.isa, r.threads,
              num(r.seconds * 1e6, 2), num(r.gbs, 2), num(r.gflops, 2), num(r.pct, 1), r.note);
   std::fflush(stdout);
 }
@@ -56,6 +57,8 @@ BenchOptions parse(int argc, char** argv) {
   app.add_option("--budget", opt.budget_s, "seconds after which a case stops repeating (min 3 runs)");
   app.add_option("--batch", opt.batch, "n_tok of the batched matmul cases");
   app.add_option("--sections", sections, "which sections to run");
+  std::string tiles;
+  app.add_option("--token-tiles", tiles, "comma-separated matmul token tiles for the batch section (default: the driver's)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -87,6 +90,11 @@ BenchOptions parse(int argc, char** argv) {
     if (hw > 1) opt.threads.push_back(hw);
   }
   for (const auto& s : split(sections)) opt.sections.insert(s);
+  for (const auto& t : split(tiles)) {
+    const int64_t n = std::stoll(t);
+    if (n < 1) fail("--token-tiles: {} is not a positive tile", t);
+    opt.token_tiles.push_back(n);
+  }
   if (opt.reps < 1) fail("--reps must be at least 1");
   return opt;
 }

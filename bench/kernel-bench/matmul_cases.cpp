@@ -134,9 +134,11 @@ void run_batch(const BenchOptions& opt, const Peaks& peaks) {
       const kernels::TypeOps* wops = kernels::find_type_ops(type, isa);
       if (!wops || !wops->gemm) continue;
       const kernels::MatmulKernels mk{wops, kernels::find_type_ops(wops->vec_dot_type, isa)};
-      for (int nth : opt.threads) {
+      std::vector<int64_t> tiles = opt.token_tiles;
+      if (tiles.empty()) tiles.push_back(kernels::MatmulTuning{}.token_tile);
+      for (int nth : opt.threads) for (int64_t tile : tiles) {
         kernels::ThreadPool pool(nth);
-        kernels::MatmulDriver driver(pool);
+        kernels::MatmulDriver driver(pool, kernels::MatmulTuning{tile, kernels::MatmulTuning{}.chunks_per_thread});
         const kernels::MatmulTarget t{kernels::WeightView{type, w.copies[0].data(), s.n_rows, s.k, w.row_bytes, "bench"},
                                       out.data(), static_cast<size_t>(s.n_rows), &mk};
         auto run_once = [&](int) {
@@ -147,7 +149,7 @@ void run_batch(const BenchOptions& opt, const Peaks& peaks) {
         const double gflops = 2.0 * static_cast<double>(s.n_rows * s.k * n_tok) / sec / 1e9;
         const auto peak = peaks.fma_gflops.find({static_cast<int>(isa), nth});
         print_row(Row{"matmul", std::string(require_ggml_type(type).name),
-                      fmt::format("{}x{} n_tok={}", s.n_rows, s.k, n_tok), std::string(kernels::isa_name(isa)), nth,
+                      fmt::format("{}x{} n_tok={} tile={}", s.n_rows, s.k, n_tok, tile), std::string(kernels::isa_name(isa)), nth,
                       sec, static_cast<double>(w.bytes) / sec / 1e9, gflops,
                       peak != peaks.fma_gflops.end() ? 100.0 * gflops / peak->second : NAN, "% of f32 FMA peak"});
       }

@@ -55,9 +55,9 @@ bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a,
 
 // Runs w × act for n_tok tokens on `pool`, dense output.
 std::vector<float> run(ThreadPool& pool, const WeightView& w, const MatmulKernels* kernels, const float* act,
-                       int64_t n_tok) {
+                       int64_t n_tok, MatmulTuning tuning = {}) {
   std::vector<float> out(static_cast<size_t>(n_tok * w.n_rows), -1.0f);
-  MatmulDriver driver(pool);
+  MatmulDriver driver(pool, tuning);
   MatmulTarget target{w, out.data(), static_cast<size_t>(w.n_rows), kernels};
   driver.matmul(std::span<const MatmulTarget>(&target, 1), act, static_cast<size_t>(w.k), n_tok);
   return out;
@@ -75,6 +75,8 @@ TEST_CASE("matmul driver results are bitwise identical for any thread count and 
   auto ref = run(pool1, w, &kFakeKernels, act.data(), n_tok);
   CHECK(same_bits(ref.data(), run(pool2, w, &kFakeKernels, act.data(), n_tok).data(), ref.size()));
   CHECK(same_bits(ref.data(), run(pool3, w, &kFakeKernels, act.data(), n_tok).data(), ref.size()));
+  for (MatmulTuning tuning : {MatmulTuning{32, 8}, MatmulTuning{7, 3}, MatmulTuning{1, 1}})  // other cuts
+    CHECK(same_bits(ref.data(), run(pool3, w, &kFakeKernels, act.data(), n_tok, tuning).data(), ref.size()));
   for (int64_t t : {int64_t{0}, int64_t{33}, n_tok - 1}) {
     auto alone = run(pool3, w, &kFakeKernels, act.data() + t * k, 1);
     CHECK(same_bits(alone.data(), ref.data() + t * n_rows, static_cast<size_t>(n_rows)));
@@ -178,6 +180,7 @@ TEST_CASE("matmul driver is batch and thread invariant for every registered type
 
       auto ref = run(pool1, w, &kernels, act.data(), n_tok);
       REQUIRE(same_bits(ref.data(), run(pool3, w, &kernels, act.data(), n_tok).data(), ref.size()));
+      REQUIRE(same_bits(ref.data(), run(pool3, w, &kernels, act.data(), n_tok, MatmulTuning{3, 2}).data(), ref.size()));
       for (int64_t t = 0; t < n_tok; t += 3)
         REQUIRE(same_bits(run(pool3, w, &kernels, act.data() + t * k, 1).data(), ref.data() + t * n_rows,
                           static_cast<size_t>(n_rows)));
