@@ -1,6 +1,7 @@
 // engine-run: generate a continuation of a prompt with a local model (like llama-completion).
 //   engine-run -m FILE -p TEXT -n N [--temp T --top-k K --top-p P --min-p M --seed S] [-t THREADS]
 //              [--ctx N] [--json | --tokenize] [--split A,B,...]
+//   engine-run --config cluster.yaml -p TEXT ...   (the layers run on the cluster's engine-workers)
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -11,13 +12,15 @@
 #include <sstream>
 
 #include "engine/base/error.h"
+#include "engine/cluster/cluster_config.h"
+#include "engine/pipeline/cluster.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/local_model.h"
 
 namespace {
 
 struct Options {
-  std::string model, prompt, prompt_file;
+  std::string model, config, prompt, prompt_file;
   int n_predict = 64;
   int threads = 0;
   int64_t n_ctx = 0;
@@ -53,16 +56,30 @@ int run(const Options& o) {
     if (!in) baton::fail("cannot read prompt file {}", o.prompt_file);
     prompt.assign(std::istreambuf_iterator<char>(in), {});
   }
-  baton::LocalModelOptions lo;
-  lo.threads = o.threads;
-  lo.n_ctx = o.n_ctx;
-  {
-    // The split needs n_layer before the model is built; read it from the config first.
-    auto file = baton::gguf::GgufFile::open(o.model);
-    lo.layer_ranges = parse_split(o.split, baton::ModelConfig::from_metadata(file->metadata()).n_layer);
+  std::unique_ptr<baton::LocalModel> local;
+  std::unique_ptr<baton::pipeline::Cluster> cluster;
+  std::string model_name = o.model;
+  if (!o.config.empty()) {
+    auto cc = baton::parse_cluster_config_file(o.config);
+    model_name = cc.model;
+    baton::pipeline::ClusterOptions co;
+    co.threads = o.threads;
+    co.n_ctx = o.n_ctx;
+    cluster = std::make_unique<baton::pipeline::Cluster>(cc, co);
+  } else {
+    baton::LocalModelOptions lo;
+    lo.threads = o.threads;
+    lo.n_ctx = o.n_ctx;
+    {
+      // The split needs n_layer before the model is built; read it from the config first.
+      auto file = baton::gguf::GgufFile::open(o.model);
+      lo.layer_ranges = parse_split(o.split, baton::ModelConfig::from_metadata(file->metadata()).n_layer);
+    }
+    local = std::make_unique<baton::LocalModel>(o.model, lo);
   }
-  baton::LocalModel model(o.model, lo);
-  const auto& tok = model.tokenizer();
+  const auto& tok = cluster ? cluster->tokenizer() : local->tokenizer();
+  baton::ModelHead& head = cluster ? cluster->head() : local->head();
+  baton::LayerRunner& layers = cluster ? static_cast<baton::LayerRunner&>(cluster->layers()) : local->layers();
   std::vector<int32_t> prompt_tokens = tok.encode(prompt, !o.no_bos, o.special);
 
   if (o.tokenize_only) {
@@ -77,7 +94,7 @@ int run(const Options& o) {
   go.n_top_logprobs = o.json ? static_cast<size_t>(o.top_logprobs) : 0;
   go.is_end_of_generation = [&tok](int32_t id) { return tok.is_eog(id); };
 
-  baton::Generator generator(model.head(), model.layers());
+  baton::Generator generator(head, layers);
   baton::tokenizer::StreamDetokenizer stream(tok);
   if (!o.json) {
     fmt::print("{}", prompt);
@@ -107,7 +124,7 @@ int run(const Options& o) {
     for (int32_t t : tokens)
       if (!tok.is_eog(t)) text_tokens.push_back(t);
     nlohmann::json out = {
-        {"model", o.model},
+        {"model", model_name},
         {"prompt", prompt},
         {"prompt_tokens", prompt_tokens},
         {"n_predict", o.n_predict},
@@ -131,7 +148,8 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   CLI::App app{"Generate a continuation of a prompt with a local GGUF model"};
   Options o;
-  app.add_option("-m,--model", o.model, "GGUF model file")->required();
+  auto* m = app.add_option("-m,--model", o.model, "GGUF model file");
+  app.add_option("--config", o.config, "cluster YAML: run the layers on its engine-workers")->excludes(m);
   auto* p = app.add_option("-p,--prompt", o.prompt, "prompt text");
   app.add_option("-f,--file", o.prompt_file, "read the prompt from a file")->excludes(p);
   app.add_option("-n,--n-predict", o.n_predict, "tokens to generate (-1: until end of generation)");
@@ -152,6 +170,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-bos", o.no_bos, "do not add the special tokens the model adds around a prompt (BOS)");
   app.add_option("--split", o.split, "run the layers as several local stages, e.g. 2,4 (for testing splits)");
   CLI11_PARSE(app, argc, argv);
+  if (o.model.empty() && o.config.empty()) {
+    fmt::print(stderr, "error: pass -m FILE or --config cluster.yaml\n");
+    return 2;
+  }
   try {
     return run(o);
   } catch (const std::exception& e) {

@@ -1,0 +1,230 @@
+#include "engine/pipeline/worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "engine/base/error.h"
+#include "engine/model/model_config.h"
+#include "engine/pipeline/wire.h"
+#include "engine/runtime/layer_runner.h"
+#include "engine/runtime/local_model.h"
+#include "gguf/model_identity.h"
+#include "gguf/shard.h"
+
+namespace baton::pipeline {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+struct Worker::Load {
+  uint64_t load_id = 0;
+  bool committed = false;
+  ModelConfig config;
+  std::unique_ptr<Stage> stage;
+  net::ConnectionPtr coordinator;
+  net::ConnectionPtr next;  // nullptr: last stage
+  std::string next_name;
+};
+
+Worker::Worker(WorkerOptions options) : options_(std::move(options)) {
+  net::NodeOptions no;
+  no.node_id = options_.node_id;
+  no.role = net::Role::kWorker;
+  no.auth = options_.auth;
+  no.on_rejected = [id = options_.node_id](const net::PeerInfo& peer, const net::CloseInfo& info) {
+    spdlog::warn("{}: refused connection from {}: {}", id, peer.address, info.reason);
+  };
+  node_ = std::make_unique<net::Node>(std::move(no), inbox_.handler());
+  port_ = node_->listen(options_.host, options_.port);
+  thread_ = std::thread([this] { run(); });
+}
+
+Worker::~Worker() { stop(); }
+
+void Worker::stop() {
+  if (stopping_.exchange(true)) return;
+  if (thread_.joinable()) thread_.join();
+  node_->stop();
+  load_.reset();
+}
+
+void Worker::run() {
+  while (!stopping_) {
+    auto in = inbox_.pop(100ms);
+    if (!in) continue;
+    try {
+      handle(*in);
+    } catch (const std::exception& e) {
+      // Never lets a request kill the worker: tell the sender and go on.
+      spdlog::error("{}: {} from {} failed: {}", options_.node_id, net::message_name(in->message),
+                    in->connection->peer().address, e.what());
+      report(in->connection, static_cast<uint32_t>(ErrorCode::kBadRequest),
+             fmt::format("node {}: {} failed: {}", options_.node_id, net::message_name(in->message), e.what()));
+    }
+  }
+  release("worker stopping");
+}
+
+void Worker::report(const net::ConnectionPtr& from, uint32_t code, const std::string& message) {
+  const net::ConnectionPtr& to = load_ && load_->coordinator && load_->coordinator->is_open() ? load_->coordinator : from;
+  if (to) to->send(net::ErrorReport{code, message});
+}
+
+void Worker::release(const char* why) {
+  if (!load_) return;
+  spdlog::info("{}: releasing load {} ({})", options_.node_id, load_->load_id, why);
+  if (load_->next) load_->next->close(why);
+  load_.reset();
+  hidden_ = {};
+  out_rows_ = {};
+}
+
+void Worker::handle(net::Incoming& in) {
+  const auto& from = in.connection;
+  std::visit(
+      [&](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, net::Prepare>) {
+          on_prepare(m, from);
+        } else if constexpr (std::is_same_v<T, net::Commit>) {
+          if (load_ && load_->load_id == m.load_id) {
+            load_->committed = true;
+            spdlog::info("{}: load {} committed, serving layers {}..{}", options_.node_id, m.load_id,
+                         load_->stage->first_layer(), load_->stage->last_layer() - 1);
+          } else {
+            report(from, static_cast<uint32_t>(ErrorCode::kBadRequest),
+                   fmt::format("node {}: Commit of unknown load {}", options_.node_id, m.load_id));
+          }
+        } else if constexpr (std::is_same_v<T, net::Rollback>) {
+          if (load_ && load_->load_id == m.load_id) release("rollback");
+        } else if constexpr (std::is_same_v<T, net::Forward>) {
+          on_forward(m, in.body, from);
+        } else if constexpr (std::is_same_v<T, net::ResetSequence>) {
+          if (load_ && load_->stage) {
+            if (m.all)
+              load_->stage->reset_all();
+            else
+              for (uint32_t id : m.seq_ids) load_->stage->reset_sequence(id);
+          }
+        } else if constexpr (std::is_same_v<T, net::StatsRequest>) {
+          net::Stats s;
+          s.entries = {{"compute_ms", compute_ms_},
+                       {"forwards", static_cast<double>(forwards_)},
+                       {"tokens", static_cast<double>(tokens_)},
+                       {"bytes_in", static_cast<double>(bytes_in_)},
+                       {"bytes_out", static_cast<double>(bytes_out_)}};
+          from->send(s);
+        } else if constexpr (std::is_same_v<T, net::Goodbye>) {
+          from->close("goodbye");
+        } else {
+          spdlog::warn("{}: ignoring unexpected {} from {}", options_.node_id, net::message_name(in.message),
+                       from->peer().address);
+        }
+      },
+      in.message);
+}
+
+void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
+  const auto t0 = Clock::now();
+  release("a new Prepare replaces it");
+  auto refuse = [&](const std::string& reason) {
+    spdlog::warn("{}: refusing load {}: {}", options_.node_id, p.load_id, reason);
+    from->send(net::Failed{p.load_id, reason});
+  };
+  try {
+    if (!file_) {
+      file_ = gguf::GgufFile::open(options_.model_path);
+      identity_ = gguf::model_identity(*file_);
+    }
+    if (identity_ != p.model_identity) {
+      refuse(fmt::format("node {} has model {} with identity {}, the coordinator's model has identity {}",
+                         options_.node_id, options_.model_path, identity_, p.model_identity));
+      return;
+    }
+    gguf::require_layers(*file_, p.layer_first, p.layer_last);
+    StageOptions so;
+    so.max_sequences = 1;
+    for (const auto& kv : p.options) {
+      if (kv.key == kOptionNCtx) so.n_ctx = std::stoll(kv.value);
+      if (kv.key == kOptionMaxSequences) so.max_sequences = std::stoi(kv.value);
+    }
+    if (!pool_) pool_ = std::make_unique<kernels::ThreadPool>(options_.threads > 0 ? options_.threads : default_thread_count());
+    auto load = std::make_unique<Load>();
+    load->load_id = p.load_id;
+    load->config = ModelConfig::from_metadata(file_->metadata());
+    load->stage = std::make_unique<Stage>(file_, load->config, p.layer_first, int64_t{p.layer_last} + 1, so, *pool_);
+    load->coordinator = from;
+    if (p.next_hop) {
+      load->next_name = fmt::format("{} ({}:{})", p.next_hop->node_id, p.next_hop->host, p.next_hop->port);
+      net::ConnectOptions co;
+      co.deadline = 5000ms;
+      try {
+        load->next = node_->connect(p.next_hop->host, p.next_hop->port, co);
+      } catch (const std::exception& e) {
+        refuse(fmt::format("node {} cannot reach next hop {}: {}", options_.node_id, load->next_name, e.what()));
+        return;
+      }
+    }
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+    net::Ready ready{p.load_id, load->stage->weight_bytes() + load->stage->kv_cache_bytes(), static_cast<uint64_t>(ms)};
+    spdlog::info("{}: prepared load {}: layers {}..{}, {} bytes, {} ms", options_.node_id, p.load_id, p.layer_first,
+                 p.layer_last, ready.memory_bytes, ms);
+    load_ = std::move(load);
+    from->send(ready);
+  } catch (const std::exception& e) {
+    refuse(fmt::format("node {}: {}", options_.node_id, e.what()));
+  }
+}
+
+void Worker::on_forward(const net::Forward& f, const net::Payload& body, const net::ConnectionPtr& from) {
+  if (!load_ || !load_->committed) {
+    report(from, static_cast<uint32_t>(ErrorCode::kNotServing),
+           fmt::format("node {}: Forward of micro-batch {} before a committed load", options_.node_id,
+                       f.micro_batch_id));
+    return;
+  }
+  const size_t n_embd = static_cast<size_t>(load_->config.n_embd);
+  TokenBatch batch;
+  try {
+    batch = from_wire(f.tokens);
+    read_f32_tensor(f.hidden, body, f.tokens.size(), n_embd, hidden_, "Forward");
+  } catch (const std::exception& e) {
+    report(from, static_cast<uint32_t>(ErrorCode::kBadRequest),
+           fmt::format("node {}: micro-batch {} refused: {}", options_.node_id, f.micro_batch_id, e.what()));
+    return;
+  }
+  const auto t0 = Clock::now();
+  try {
+    load_->stage->forward(batch, hidden_.data());
+  } catch (const std::exception& e) {
+    report(from, static_cast<uint32_t>(ErrorCode::kForwardFailed),
+           fmt::format("node {}: micro-batch {} failed: {}", options_.node_id, f.micro_batch_id, e.what()));
+    return;
+  }
+  compute_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  ++forwards_;
+  tokens_ += batch.size();
+  bytes_in_ += body.size();
+  if (load_->next) {
+    auto t = make_f32_tensor(hidden_.data(), batch.size(), n_embd);
+    bytes_out_ += t.body.size();
+    if (!load_->next->send(net::Forward{f.micro_batch_id, f.tokens, t.ref}, t.body))
+      report(from, static_cast<uint32_t>(ErrorCode::kNextHop),
+             fmt::format("node {}: cannot send micro-batch {} to next hop {}: {}", options_.node_id,
+                         f.micro_batch_id, load_->next_name,
+                         load_->next->close_info() ? load_->next->close_info()->reason : "connection closed"));
+    return;
+  }
+  gather_output_rows(batch, hidden_, static_cast<int64_t>(n_embd), out_rows_);
+  net::Hidden h;
+  h.micro_batch_id = f.micro_batch_id;
+  for (const auto& t : f.tokens)
+    if (t.output) h.tokens.push_back(t);
+  auto t = make_f32_tensor(out_rows_.data(), h.tokens.size(), n_embd);
+  h.hidden = t.ref;
+  bytes_out_ += t.body.size();
+  load_->coordinator->send(h, t.body);
+}
+
+}  // namespace baton::pipeline
