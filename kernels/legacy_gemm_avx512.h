@@ -304,6 +304,7 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const typename F::Pack*
     }
   }
   if (const int64_t rem = nb - full * kGroup) {
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const auto row = load_row_partial<F, kVnni>(w + r * w_stride + full * F::kGroupBytes, rem);
 #pragma GCC unroll 8
