@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
 
 #include "engine/base/error.h"
@@ -56,4 +57,24 @@ TEST_CASE("vocab-from-hf asks for --pre when it cannot tell the pre-tokenizer") 
   const auto md = tokenizer::metadata_from_hf_dir(dir, {"gpt-2"});
   CHECK(md.find_string_array("tokenizer.ggml.merges")->size() == 1);  // #version line skipped
   CHECK(Tokenizer::from_metadata(md)->vocab().pre_name() == "gpt-2");
+}
+
+TEST_CASE("engine-gguf vocab-from-hf and tokenize work end to end as a process") {
+  const std::string tool = test::binary_dir() + "/bin/engine-gguf";
+  if (!std::filesystem::exists(tool)) {
+    WARN("engine-gguf is not built (" << tool << "); build it to run this test");
+    return;
+  }
+  const std::string dir = test::temp_dir();
+  const std::string out = dir + "/qwen2.gguf";
+  const std::string log = dir + "/log.txt";
+  REQUIRE(std::system((tool + " vocab-from-hf '" + test::shared_path("models/vocab/qwen2-hf") + "' -o '" + out +
+                       "' > '" + log + "' 2>&1").c_str()) == 0);
+  REQUIRE(std::system((tool + " tokenize '" + out + "' 'Hello, y'\\''all!' > '" + log + "' 2>&1").c_str()) == 0);
+  CHECK(test::read_file(log) == "[9707,11,379,64848,0]\n");
+  REQUIRE(std::system((tool + " tokenize '" + test::shared_path("models/stories260K.gguf") +
+                       "' 'Once upon a time' --bos > '" + log + "' 2>&1").c_str()) == 0);
+  CHECK(test::read_file(log) == "[1,403,407,261,378]\n");
+  CHECK(std::system((tool + " tokenize /nonexistent.gguf x > '" + log + "' 2>&1").c_str()) != 0);
+  CHECK_THAT(test::read_file(log), Catch::StartsWith("error: "));
 }

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
 
 #include "engine/base/error.h"
 #include "engine/tokenizer/utf8.h"
@@ -72,6 +73,29 @@ TEST_CASE("stories260K prompts tokenize with BOS to llama.cpp's prompt_tokens an
     CHECK(tok.decode(tokens) == c["text"].get<std::string>());
     CHECK(stream_all(tok, tokens) == c["text"].get<std::string>());
   }
+}
+
+TEST_CASE("every golden file's prompts and outputs round-trip through its model's tokenizer") {
+  namespace fs = std::filesystem;
+  int files = 0;
+  for (const char* sub : {"golden/synthetic", "golden/long"}) {
+    for (const auto& entry : fs::directory_iterator(test::shared_path(sub))) {
+      if (entry.path().extension() != ".json") continue;
+      const auto golden = nlohmann::json::parse(test::read_file(entry.path().string()));
+      const std::string model = golden["model"];
+      const std::string rel = fs::exists(fs::path(test::shared_dir()) / "models" / model)
+                                  ? "models/" + model : "models/synthetic/" + model;
+      auto tok = test::load_tokenizer(test::shared_path(rel));
+      INFO(entry.path().string());
+      for (const auto& c : golden["cases"]) {
+        CHECK(tok->encode(c["prompt"].get<std::string>(), true, false) ==
+              c["prompt_tokens"].get<std::vector<int32_t>>());
+        CHECK(tok->decode(c["tokens"].get<std::vector<int32_t>>()) == c["text"].get<std::string>());
+      }
+      ++files;
+    }
+  }
+  CHECK(files >= 20);
 }
 
 TEST_CASE("the streaming detokenizer holds back a character split over byte tokens") {
@@ -227,4 +251,30 @@ TEST_CASE("tokenizing 100 KB of text takes well under a second") {
     CHECK(s < 0.5);
 #endif
   }
+}
+
+TEST_CASE("long runs of one character class and malformed UTF-8 tokenize without error") {
+  const std::string spaces(200000, ' ');
+  const std::string newlines(100000, '\n');
+  const std::string bangs(100000, '!');
+  const std::string digits(100000, '7');
+  const std::string letters(100000, 'a');
+  // (a truncated sequence is followed by 'x': SPM, like llama.cpp, cuts characters by their lead
+  // byte, so a following escaped space would be swallowed into byte tokens and stay U+2581)
+  const std::string bad = "ok \xFF\xFE bad \xE6\x88x cut \xC3";
+  for (const char* name : {"models/vocab/ggml-vocab-gpt-2.gguf", "models/vocab/ggml-vocab-llama-spm.gguf",
+                           "models/vocab/ggml-vocab-bert-bge.gguf", "models/vocab/ggml-vocab-deepseek-llm.gguf",
+                           "models/vocab/ggml-vocab-falcon.gguf"}) {
+    INFO(name);
+    auto tok = test::load_tokenizer(test::shared_path(name));
+    for (const std::string* text : {&spaces, &newlines, &bangs, &digits, &letters, &bad}) {
+      std::vector<int32_t> ids;
+      CHECK_NOTHROW(ids = tok->encode(*text, true, true));
+      if (tok->vocab().kind() == tokenizer::VocabKind::kBpe && text != &bad) CHECK(tok->decode(ids) == *text);
+    }
+  }
+  // SPM keeps malformed bytes exactly, through <0xXX> tokens
+  CHECK(llama_spm().detokenize(llama_spm().encode(bad, false, false)) == bad);
+  // byte-level BPE replaces them by U+FFFD, as llama.cpp does
+  CHECK(gpt2().decode(gpt2().encode(bad, false, false)) == tokenizer::utf8_sanitize(bad));
 }
