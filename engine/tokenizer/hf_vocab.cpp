@@ -164,7 +164,9 @@ gguf::Metadata metadata_from_hf_dir(const std::string& dir_name, const HfVocabOp
   gguf::Metadata md;
   const std::string cls = config.value("tokenizer_class", std::string());
   if (cls.starts_with("Qwen2")) md.set_string("general.architecture", "qwen2");
-  md.set_string("general.name", fs::absolute(dir).lexically_normal().filename().string());
+  fs::path name = fs::absolute(dir).lexically_normal();
+  if (name.filename().empty()) name = name.parent_path();  // "dir/"
+  md.set_string("general.name", name.filename().string());
   md.set_string("tokenizer.ggml.model", "gpt2");
   md.set_string("tokenizer.ggml.pre", pre);
   md.set_string_array("tokenizer.ggml.tokens", std::move(tokens));

@@ -68,6 +68,21 @@ std::string clean_spaces(const std::string& in) {
   return c;
 }
 
+// "<0x0A>" -> "\n"; anything else (a malformed byte token) -> "".
+std::string byte_token_value(std::string_view text) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  if (text.size() != 6 || !text.starts_with("<0x") || text[5] != '>') return {};
+  const int hi = hex(text[3]);
+  const int lo = hex(text[4]);
+  if (hi < 0 || lo < 0) return {};
+  return std::string(1, static_cast<char>(hi * 16 + lo));
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::from_metadata(const gguf::Metadata& md) {
@@ -109,9 +124,7 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
         }
         break;
       case TokenType::kByte:
-        if (vocab_.kind() != VocabKind::kBpe && t.text.size() == 6 && t.text.starts_with("<0x")) {
-          piece.assign(1, static_cast<char>(std::stoi(t.text.substr(3, 2), nullptr, 16)));
-        }
+        if (vocab_.kind() != VocabKind::kBpe) piece = byte_token_value(t.text);
         break;
       case TokenType::kUnused: case TokenType::kUndefined:
         break;  // rendered as nothing, like llama.cpp
