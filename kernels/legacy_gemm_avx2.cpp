@@ -11,7 +11,8 @@
 // Q8_0 weights instead move their signs onto the activations (|w| * sign(a, w)) and sum the
 // two halves in int32. Lanes are summed in a fixed order at the end; each (row, token) pair
 // sees this exact sequence whatever tile it is in, so results are batch invariant. The last,
-// partial group is zero-padded (zero scales and quants add exact zeros).
+// partial group is zero-padded (zero scales and quants add exact zeros). Tiles: 2 rows x 4
+// tokens for prefill, one row for decode (see kPrefetchBytes).
 #include <immintrin.h>
 
 #include <cstddef>
@@ -251,8 +252,8 @@ template <class F>
 using TileFn = void (*)(int64_t, const uint8_t*, size_t, const typename F::Pack*, int64_t, float*, size_t);
 
 constexpr int kDecodeRows = 1;  // tile for n_tok == 1 (see kPrefetchBytes)
-constexpr int kRows = 4;        // tile for n_tok > 1
-constexpr int kToks = 2;
+constexpr int kRows = 2;        // tile for n_tok > 1 (2x4 measured 8-29% faster than 4x2 or 3x3)
+constexpr int kToks = 4;
 static_assert(kDecodeRows <= kRows);
 
 template <class F, int R>
@@ -260,6 +261,8 @@ TileFn<F> pick_toks(int64_t t) {
   switch (t) {
     case 1: return tile<F, R, 1>;
     case 2: if constexpr (R <= kRows) return tile<F, R, 2>; break;
+    case 3: if constexpr (R <= kRows) return tile<F, R, 3>; break;
+    case 4: if constexpr (R <= kRows) return tile<F, R, 4>; break;
   }
   return nullptr;
 }
@@ -269,8 +272,6 @@ TileFn<F> pick(int64_t r, int64_t t) {
   switch (r) {
     case 1: return pick_toks<F, 1>(t);
     case 2: return pick_toks<F, 2>(t);
-    case 3: return pick_toks<F, 3>(t);
-    case 4: return pick_toks<F, 4>(t);
   }
   return nullptr;
 }
