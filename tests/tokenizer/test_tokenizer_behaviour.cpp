@@ -179,7 +179,7 @@ TEST_CASE("special tokens are parsed only when asked, longest first, and user-de
   CHECK(p.token_to_piece(user, /*special=*/true) == "<|user|>");
 }
 
-TEST_CASE("tokenizer metadata errors name the key; an unknown pre falls back to default") {
+TEST_CASE("tokenizer metadata errors name the key and an unknown pre falls back to default") {
   SECTION("an unknown tokenizer model is unsupported") {
     auto md = tiny_spm_metadata();
     md.set_string("tokenizer.ggml.model", "t5x");
