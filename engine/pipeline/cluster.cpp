@@ -4,6 +4,7 @@
 
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include "engine/base/error.h"
 #include "engine/model/stage.h"
@@ -61,12 +62,17 @@ Cluster::Cluster(const ClusterConfig& config, const ClusterOptions& options) : o
 }
 
 Cluster::~Cluster() {
-  for (auto& l : links_)
-    if (l->connection) {
-      l->connection->send(net::Goodbye{"coordinator shutting down"});
-      l->connection->close("coordinator shutting down");
-    }
+  for (auto& l : links_) l->connection->send(net::Goodbye{"coordinator shutting down"});
+  close_all("coordinator shutting down");
   node_->stop();
+}
+
+void Cluster::close_all(const std::string& reason) {
+  // close() sends what is queued first; wait (bounded) so a Rollback/Goodbye really leaves.
+  for (auto& l : links_) l->connection->close(reason);
+  const auto end = Clock::now() + 3s;
+  for (auto& l : links_)
+    while (!l->connection->close_info() && Clock::now() < end) std::this_thread::sleep_for(5ms);
 }
 
 std::string Cluster::name(size_t i) const {
@@ -166,6 +172,7 @@ void Cluster::load_all(const ClusterConfig& config) {
   }
   if (!failures.empty()) {
     for (auto& l : links_) l->connection->send(net::Rollback{load_id});
+    close_all("load rolled back");
     fail("cluster load failed, rolled back: {}", fmt::join(failures, "; "));
   }
   for (auto& l : links_) l->connection->send(net::Commit{load_id});

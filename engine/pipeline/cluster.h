@@ -82,6 +82,7 @@ class Cluster {
   struct Link;
   void connect_all(const ClusterConfig& config);
   void load_all(const ClusterConfig& config);
+  void close_all(const std::string& reason);
   std::string name(size_t i) const;  // "node node-02 (127.0.0.1:8011)"
   // Throws if some connection has closed, naming its node.
   void check_links() const;

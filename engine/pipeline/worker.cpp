@@ -52,7 +52,12 @@ void Worker::stop() {
 void Worker::run() {
   while (!stopping_) {
     auto in = inbox_.pop(100ms);
-    if (!in) continue;
+    if (!in) {
+      // A load lives only as long as the coordinator that made it (checked once its queued
+      // messages, e.g. a Rollback, have been handled).
+      if (load_ && !load_->coordinator->is_open()) release("coordinator disconnected");
+      continue;
+    }
     try {
       handle(*in);
     } catch (const std::exception& e) {

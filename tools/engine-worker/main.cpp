@@ -6,6 +6,7 @@
 // port). SIGTERM/SIGINT: clean shutdown, pid file removed, exit 0.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -33,6 +34,10 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", insecure, "no authentication (the coordinator must be insecure too)")->excludes(sf);
   app.add_option("--pid-file", pid_file, "write the process id here; removed on exit");
   CLI11_PARSE(app, argc, argv);
+  // Logs go to stderr; stdout carries only the start line.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("engine-worker"));
+  // A coordinator vanishing must not kill the worker with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
 
   // Block the shutdown signals in every thread; main waits for them with sigwait.
   sigset_t signals;
