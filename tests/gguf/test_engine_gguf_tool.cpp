@@ -34,7 +34,7 @@ Run run(const std::string& args) {
 
 bool tool_built() {
   if (std::filesystem::exists(baton::test::binary_dir() + "/bin/engine-gguf")) return true;
-  WARN("engine-gguf is not built in " << baton::test::binary_dir() << "/bin; build the engine-gguf target");
+  FAIL("engine-gguf is not built in " << baton::test::binary_dir() << "/bin; build the engine-gguf target");
   return false;
 }
 
