@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Quick start: builds Baton and generates a completion with an embedded default model.
+# Quick start: builds Baton, starts two engine-workers on loopback, and generates a completion
+# with `engine-run --config` across them (layers split between the two workers), printing the
+# text and its tokens/s. The workers are stopped on exit.
 # Model: the first argument if given, else ../shared/models/stories260K.gguf when it exists,
 # else a small random model made with `engine-gguf synth`.
 set -euo pipefail
@@ -8,7 +10,7 @@ cd "$root"
 scripts/setup-deps.sh
 jobs=${BATON_JOBS:-$(nproc)}
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$jobs" --target engine-run engine-gguf
+cmake --build build -j "$jobs" --target engine-run engine-gguf engine-worker
 
 model=${1:-}
 if [ -z "$model" ]; then
@@ -21,6 +23,46 @@ if [ -z "$model" ]; then
       --n-head 8 --n-head-kv 4 --n-ff 768 -o "$model"
   fi
 fi
+model=$(cd "$(dirname "$model")" && pwd)/$(basename "$model")
 prompt=${BATON_PROMPT:-"Once upon a time"}
 echo "model: $model"
-build/bin/engine-run -m "$model" -p "$prompt" -n "${BATON_N:-64}"
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+# A fresh random cluster secret, readable only by us.
+(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/cluster.secret")
+
+ports=()
+for i in 1 2; do
+  build/bin/engine-worker --host 127.0.0.1 --port 0 --node-id "node-0$i" --model "$model" \
+    --secret-file "$work/cluster.secret" >"$work/node-0$i.out" 2>"$work/node-0$i.log" &
+  pids+=($!)
+done
+for i in 1 2; do
+  for _ in $(seq 100); do
+    grep -q "listening on" "$work/node-0$i.out" 2>/dev/null && break
+    sleep 0.1
+  done
+  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/node-0$i.out")
+  [ -n "$port" ] || { echo "node-0$i did not start:"; cat "$work/node-0$i.log"; exit 1; }
+  ports+=("$port")
+done
+
+cat > "$work/cluster.yaml" <<YAML
+model: $model
+cluster:
+  secret_file: cluster.secret
+  connect_timeout: 10
+  nodes:
+    - { id: node-01, host: 127.0.0.1, port: ${ports[0]}, layers: auto }
+    - { id: node-02, host: 127.0.0.1, port: ${ports[1]}, layers: auto }
+YAML
+echo "cluster: node-01 on 127.0.0.1:${ports[0]}, node-02 on 127.0.0.1:${ports[1]}"
+build/bin/engine-run --config "$work/cluster.yaml" -p "$prompt" -n "${BATON_N:-64}"

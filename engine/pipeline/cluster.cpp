@@ -162,7 +162,7 @@ void Cluster::load_all(const ClusterConfig& config) {
       if (const auto* r = as<net::Ready>(*in); r && r->load_id == load_id && !ready[i]) {
         ready[i] = true;
         ++n_ready;
-        spdlog::info("{} ready: {} bytes, {} ms", name(i), r->memory_bytes, r->load_ms);
+        spdlog::debug("{} ready: {} bytes, {} ms", name(i), r->memory_bytes, r->load_ms);
       } else if (const auto* f = as<net::Failed>(*in); f && f->load_id == load_id) {
         failures.push_back(fmt::format("{} failed to prepare: {}", name(i), f->reason));
       }

@@ -1,6 +1,8 @@
 // engine-bench: prompt-processing and generation speed, printed like llama-bench so tools
 // that read its tables read ours:
 //   engine-bench -m FILE -p 128 -n 64 -t 2 [-r 5] [-o md|json]
+//   engine-bench --config cluster.yaml ...   (layers on the cluster; adds per-stage compute ms
+//                                             and per-hop network ms and bytes per token)
 // ppN: one batch of N prompt tokens through every layer (logits of the last only);
 // tgN: N single-token steps from an empty context, each with its logits.
 #include <CLI/CLI.hpp>
@@ -14,6 +16,9 @@
 #include <numeric>
 #include <random>
 
+#include "engine/cluster/cluster_config.h"
+#include "engine/pipeline/cluster.h"
+#include "gguf/shard.h"
 #include "engine/runtime/local_model.h"
 
 namespace {
@@ -21,7 +26,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  std::string model, output = "md";
+  std::string model, config, output = "md";
   std::vector<int> n_prompt = {128}, n_gen = {64}, threads = {0};
   int reps = 5;
 };
@@ -38,9 +43,16 @@ Stats stats(const std::vector<double>& v) {
   return s;
 }
 
+// What the bench needs, from a LocalModel or a Cluster.
+struct ModelView {
+  baton::ModelHead& head;
+  baton::LayerRunner& layers;
+  const baton::ModelConfig& config;
+};
+
 class Bench {
  public:
-  Bench(baton::LocalModel& m) : m_(m), rng_(42) {}
+  Bench(ModelView m) : m_(m), rng_(42) {}
 
   // Seconds for one batch of n prompt tokens from position 0.
   double prompt(int n) {
@@ -50,7 +62,7 @@ class Bench {
     auto t0 = Clock::now();
     run(batch, tokens);
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    m_.layers().reset_sequence(1);
+    m_.layers.reset_sequence(1);
     return s;
   }
 
@@ -64,26 +76,26 @@ class Bench {
       run(batch, std::span<const int32_t>(&tokens[i], 1));
     }
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    m_.layers().reset_sequence(1);
+    m_.layers.reset_sequence(1);
     return s;
   }
 
  private:
   std::vector<int32_t> random_tokens(int n) {
-    std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(m_.head().n_vocab() - 1));
+    std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(m_.head.n_vocab() - 1));
     std::vector<int32_t> t(static_cast<size_t>(n));
     for (auto& x : t) x = d(rng_);
     return t;
   }
   void run(const baton::TokenBatch& batch, std::span<const int32_t> tokens) {
-    hidden_.resize(tokens.size() * static_cast<size_t>(m_.config().n_embd));
-    m_.head().embed(tokens, hidden_.data());
-    m_.layers().forward(batch, hidden_, out_);
-    logits_.resize(static_cast<size_t>(m_.head().n_vocab()) * batch.n_outputs());
-    m_.head().logits(out_.data(), static_cast<int64_t>(batch.n_outputs()), logits_.data());
+    hidden_.resize(tokens.size() * static_cast<size_t>(m_.config.n_embd));
+    m_.head.embed(tokens, hidden_.data());
+    m_.layers.forward(batch, hidden_, out_);
+    logits_.resize(static_cast<size_t>(m_.head.n_vocab()) * batch.n_outputs());
+    m_.head.logits(out_.data(), static_cast<int64_t>(batch.n_outputs()), logits_.data());
   }
 
-  baton::LocalModel& m_;
+  ModelView m_;
   std::mt19937 rng_;
   std::vector<float> hidden_, out_, logits_;
 };
@@ -93,8 +105,8 @@ std::string human_size(double bytes) {
   return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024));
 }
 
-std::string model_type(const baton::LocalModel& m) {
-  const auto& md = m.file()->metadata();
+std::string model_type(const baton::gguf::GgufFile& file, const baton::ModelConfig& config) {
+  const auto& md = file.metadata();
   std::string ftype = "?";
   if (auto ft = md.find_uint("general.file_type")) {
     static const char* names[] = {"F32", "F16", "Q4_0", "Q4_1", "?", "?", "?", "Q8_0", "Q5_0", "Q5_1", "Q2_K",
@@ -102,7 +114,43 @@ std::string model_type(const baton::LocalModel& m) {
     if (*ft < std::size(names)) ftype = names[*ft];
     if (*ft == 32) ftype = "BF16";
   }
-  return fmt::format("{} {}L {}", m.config().arch_name, m.config().n_layer, ftype);
+  return fmt::format("{} {}L {}", config.arch_name, config.n_layer, ftype);
+}
+
+// Per stage compute ms per token, and the network: per hop bytes per token (from the workers'
+// counters) and network ms per token, estimated as (wall time - compute of all stages) split
+// evenly over the hops (coordinator -> first, each worker -> next, last -> coordinator).
+void print_stage_stats(const std::string& test, baton::pipeline::Cluster& cluster,
+                       const std::vector<baton::pipeline::StageStats>& before, const std::vector<double>& seconds,
+                       int tokens, nlohmann::json& result) {
+  auto after = cluster.stats();
+  double compute_ms = 0;
+  nlohmann::json stages = nlohmann::json::array();
+  std::vector<double> bytes_in, bytes_out;
+  for (size_t i = 0; i < after.size(); ++i) {
+    auto delta = [&](const char* k) { return after[i].values[k] - before[i].values.at(k); };
+    const double ms = delta("compute_ms");
+    compute_ms += ms;
+    bytes_in.push_back(delta("bytes_in") / tokens);
+    bytes_out.push_back(delta("bytes_out") / tokens);
+    const auto& p = cluster.plan()[i];
+    stages.push_back({{"node", p.id}, {"layers", {p.first, p.last - 1}}, {"compute_ms_per_token", ms / tokens}});
+    fmt::print("# {}: stage {} ({}:{}, layers {}-{}): compute {:.3f} ms/token\n", test, p.id, p.host, p.port, p.first,
+               p.last - 1, ms / tokens);
+  }
+  const double wall_ms = std::accumulate(seconds.begin(), seconds.end(), 0.0) * 1000.0;
+  const size_t hops = after.size() + 1;
+  const double net_ms = std::max(0.0, wall_ms - compute_ms) / tokens / static_cast<double>(hops);
+  nlohmann::json hop_list = nlohmann::json::array();
+  for (size_t h = 0; h < hops; ++h) {
+    std::string from = h == 0 ? "coordinator" : after[h - 1].node_id;
+    std::string to = h + 1 == hops ? "coordinator" : after[h].node_id;
+    const double bytes = h + 1 == hops ? bytes_out.back() : bytes_in[h];
+    hop_list.push_back({{"from", from}, {"to", to}, {"bytes_per_token", bytes}, {"network_ms_per_token", net_ms}});
+    fmt::print("# {}: hop {} -> {}: {:.0f} bytes/token, ~{:.3f} ms/token (estimated)\n", test, from, to, bytes, net_ms);
+  }
+  result["stages"] = stages;
+  result["hops"] = hop_list;
 }
 
 }  // namespace
@@ -110,13 +158,18 @@ std::string model_type(const baton::LocalModel& m) {
 int main(int argc, char** argv) {
   CLI::App app{"Measure prompt processing and generation speed (llama-bench compatible output)"};
   Options o;
-  app.add_option("-m,--model", o.model, "GGUF model")->required();
+  auto* m = app.add_option("-m,--model", o.model, "GGUF model");
+  app.add_option("--config", o.config, "cluster YAML: run the layers on its engine-workers")->excludes(m);
   app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens (pp tests)")->delimiter(',');
   app.add_option("-n,--n-gen", o.n_gen, "generated tokens (tg tests)")->delimiter(',');
   app.add_option("-t,--threads", o.threads, "threads (0 = all cores)")->delimiter(',');
   app.add_option("-r,--repetitions", o.reps, "repetitions per test")->check(CLI::Range(1, 1000));
   app.add_option("-o,--output", o.output, "md or json")->check(CLI::IsMember({"md", "json"}));
   CLI11_PARSE(app, argc, argv);
+  if (o.model.empty() && o.config.empty()) {
+    fmt::print(stderr, "error: pass -m FILE or --config cluster.yaml\n");
+    return 2;
+  }
   try {
     nlohmann::json results = nlohmann::json::array();
     bool header = false;
@@ -126,13 +179,35 @@ int main(int argc, char** argv) {
       int max_tokens = std::max(*std::max_element(o.n_prompt.begin(), o.n_prompt.end()),
                                 *std::max_element(o.n_gen.begin(), o.n_gen.end()));
       lo.n_ctx = std::max(256, max_tokens + 16);
-      baton::LocalModel model(o.model, lo);
-      Bench bench(model);
-      const int nth = model.pool().n_threads();
-      const double size = static_cast<double>(model.file()->total_file_bytes());
-      const double weight_bytes = static_cast<double>(model.layers().weight_bytes());
+      std::unique_ptr<baton::LocalModel> local;
+      std::unique_ptr<baton::pipeline::Cluster> cluster;
+      if (!o.config.empty()) {
+        auto cc = baton::parse_cluster_config_file(o.config);
+        if (o.model.empty()) o.model = cc.model;
+        baton::pipeline::ClusterOptions co;
+        co.threads = threads;
+        co.n_ctx = lo.n_ctx;
+        cluster = std::make_unique<baton::pipeline::Cluster>(cc, co);
+      } else {
+        local = std::make_unique<baton::LocalModel>(o.model, lo);
+      }
+      const auto& file = cluster ? *cluster->file() : *local->file();
+      const baton::ModelConfig& mconfig = cluster ? cluster->config() : local->config();
+      ModelView view{cluster ? cluster->head() : local->head(),
+                     cluster ? static_cast<baton::LayerRunner&>(cluster->layers()) : local->layers(), mconfig};
+      Bench bench(view);
+      const int nth = cluster ? cluster->pool().n_threads() : local->pool().n_threads();
+      const double size = static_cast<double>(file.total_file_bytes());
+      // Layer weights: the local stages', or on a cluster every blk.* tensor of the coordinator's file.
+      double weight_bytes = 0;
+      if (local) {
+        weight_bytes = static_cast<double>(local->layers().weight_bytes());
+      } else {
+        for (const auto& t : file.tensors())
+          if (baton::gguf::tensor_layer(t.name) >= 0) weight_bytes += static_cast<double>(t.n_bytes);
+      }
       uint64_t n_params = 0;
-      for (const auto& t : model.file()->tensors()) n_params += t.n_elements();
+      for (const auto& t : file.tensors()) n_params += t.n_elements();
       bench.generate(2);  // warm up: page in the weights, spin up the pool
       auto report = [&](const std::string& test, int n, std::vector<double> seconds) {
         std::vector<double> tps;
@@ -144,10 +219,10 @@ int main(int argc, char** argv) {
             fmt::print("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
             header = true;
           }
-          fmt::print("| {} | {} | {:.2f} M | CPU | {} | {} | {:.2f} ± {:.2f} |\n", model_type(model), human_size(size),
+          fmt::print("| {} | {} | {:.2f} M | CPU | {} | {} | {:.2f} ± {:.2f} |\n", model_type(file, mconfig), human_size(size),
                      n_params / 1e6, nth, test, st.mean, st.sd);
         }
-        results.push_back({{"model", o.model}, {"model_type", model_type(model)}, {"size", size},
+        results.push_back({{"model", o.model}, {"model_type", model_type(file, mconfig)}, {"size", size},
                            {"params", n_params}, {"threads", nth}, {"test", test}, {"avg_ts", st.mean},
                            {"stddev_ts", st.sd}, {"samples_ts", tps},
                            {"layer_weight_gbps", test.rfind("tg", 0) == 0 ? weight_bytes * st.mean / 1e9 : 0.0}});
@@ -161,8 +236,10 @@ int main(int argc, char** argv) {
       for (int n : o.n_gen) {
         if (n <= 0) continue;
         std::vector<double> s;
+        auto before = cluster ? cluster->stats() : std::vector<baton::pipeline::StageStats>{};
         for (int r = 0; r < o.reps; ++r) s.push_back(bench.generate(n));
         report(fmt::format("tg{}", n), n, s);
+        if (cluster) print_stage_stats(fmt::format("tg{}", n), *cluster, before, s, n * o.reps, results.back());
       }
     }
     struct rusage ru;
