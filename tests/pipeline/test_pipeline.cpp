@@ -290,3 +290,23 @@ TEST_CASE("sequence ids beyond 32 bits are refused, not truncated", "[pipeline]"
   CHECK(back.positions == ok.positions);
   CHECK(back.output == ok.output);
 }
+
+TEST_CASE("a refused Forward is reported naming the node and the worker keeps serving", "[pipeline]") {
+  const std::string model = baton::test::shared_path("models/stories260K.gguf");
+  auto workers = spawn(model, 2);
+  baton::pipeline::ClusterOptions co;
+  co.threads = 1;
+  co.n_ctx = 32;
+  baton::pipeline::Cluster cluster(
+      config_of(cluster_yaml(model, {{workers[0].get(), 0, 2}, {workers[1].get(), 3, 4}}, "insecure: true")), co);
+  REQUIRE(cluster.layers().n_ctx() == 32);
+  baton::TokenBatch batch;
+  batch.add(1, 40, true);  // outside the 32-position context of every stage
+  std::vector<float> hidden(static_cast<size_t>(cluster.config().n_embd), 0.5f), out;
+  const auto t0 = Clock::now();
+  CHECK_THROWS_WITH(cluster.layers().forward(batch, hidden, out), Catch::Contains("node node-01"));
+  CHECK(Clock::now() - t0 < std::chrono::seconds(5));
+  cluster.layers().reset_sequence(1);
+  baton::Generator g(cluster.head(), cluster.layers());
+  require_same(reference(model, 8), g.generate(1, prompt_of(cluster.tokenizer()), greedy(8)).steps);
+}
