@@ -155,8 +155,8 @@ TEST_CASE("hostile clients are disconnected while a good client keeps being serv
   }
   SECTION("a huge length prefix before the handshake") {
     RawSocket raw = RawSocket::connect_to(server.port);
-    raw.send_bytes(std::vector<uint8_t>(encode_prefix({0xFFFFFFF0u, 0, 0xFFFFFFF0u}).begin(),
-                                        encode_prefix({0xFFFFFFF0u, 0, 0xFFFFFFF0u}).end()));
+    auto prefix = encode_prefix({0xFFFFFFF0u, 0, 0xFFFFFFF0u});
+    raw.send_bytes(std::vector<uint8_t>(prefix.begin(), prefix.end()));
     CHECK(raw.closed_by_peer());
     REQUIRE(eventually([&] { return server.rejections().size() == 1; }));
     CHECK_THAT(server.rejections()[0].reason, Catch::Contains("exceeds the limit"));
@@ -166,8 +166,8 @@ TEST_CASE("hostile clients are disconnected while a good client keeps being serv
     REQUIRE(raw.handshake("raw", kSecret));
     REQUIRE(eventually([&] { return server.accepted().size() == 2; }));
     ConnectionPtr victim = server.accepted()[1];
-    raw.send_bytes(std::vector<uint8_t>(encode_prefix({64, 0, 0xFFFFFFF0u}).begin(),
-                                        encode_prefix({64, 0, 0xFFFFFFF0u}).end()));
+    auto prefix = encode_prefix({64, 0, 0xFFFFFFF0u});
+    raw.send_bytes(std::vector<uint8_t>(prefix.begin(), prefix.end()));
     CHECK(raw.closed_by_peer());
     REQUIRE(eventually([&] { return victim->close_info().has_value(); }));
     CHECK(victim->close_info()->kind == CloseKind::kProtocol);
