@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "engine/base/aligned_buffer.h"
+#include "engine/base/fp16.h"
 #include "kernels/attention_internal.h"
 #include "kernels/ops_internal.h"
 
@@ -90,6 +92,31 @@ void attention(ThreadPool& pool, const AttentionShape& shape, std::span<const At
         }
       },
       static_cast<int>(std::min<int64_t>(pool.n_threads(), n_tasks)));
+}
+
+}  // namespace baton::kernels
+
+namespace baton::kernels {
+
+// ggml_vec_dot_f16's order in an AVX2 build: blocks of 32 into 4 accumulators of 8 lanes
+// (fma), folded (0+2, 1+3, 0+1), 128-bit halves added, then ((l0+l1)+(l2+l3)); the leftover
+// (n mod 32) products rounded to f32 and added in double; the result rounded to f32.
+float attention_dot_f16(const uint16_t* x, const uint16_t* y, int64_t n) {
+  const int64_t np = n / 32 * 32;
+  float acc[4][8] = {};
+  for (int64_t i = 0; i < np; i += 32)
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < 8; ++l)
+        acc[j][l] = std::fma(fp16_to_fp32(x[i + j * 8 + l]), fp16_to_fp32(y[i + j * 8 + l]), acc[j][l]);
+  float q[4];
+  for (int l = 0; l < 4; ++l) {
+    const float a = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    const float b = (acc[0][l + 4] + acc[2][l + 4]) + (acc[1][l + 4] + acc[3][l + 4]);
+    q[l] = a + b;
+  }
+  double sum = (q[0] + q[1]) + (q[2] + q[3]);
+  for (int64_t i = np; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(x[i]) * fp16_to_fp32(y[i]));
+  return static_cast<float>(sum);
 }
 
 }  // namespace baton::kernels

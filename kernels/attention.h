@@ -1,11 +1,14 @@
-// Attention of query tokens over their sequences' F16 KV caches, flash-attention style: one
-// pass over K and V with a running max and sum (online softmax), numerically like llama.cpp's
-// CPU flash-attention path: Q rounded to F16 and dotted with the F16 keys in f32, scores
-// scaled, softmax in f32 with the running max, V accumulated in f32, the sum divided out at
-// the end.
+// Attention of query tokens over their sequences' F16 KV caches, reproducing bit for bit
+// llama.cpp's CPU flash-attention path for decodes and small micro-batches
+// (ggml_compute_forward_flash_attn_ext_f16_one_chunk, see docs/NUMERICS.md): Q rounded to F16;
+// one KV position at a time: s = dot_f16(q, k)·scale in ggml_vec_dot_f16's AVX2 reduction order,
+// online softmax with libm expf, V accumulated in F16 (rounded after every rescale and every
+// fma), the F16 sum converted to f32 and multiplied by 1/S at the end. Every ISA gives bitwise
+// the scalar reference's result. (llama.cpp's other modes — f32 tiles for >= 64 query rows of
+// a sequence, split-KV decodes at >= 512 padded cells — are not emulated yet.)
 //
 // Design goals: a query's result depends only on its q, its cache and n_kv — never on the other
-// queries in the batch or on the thread count (positions are processed in fixed chunks from
+// queries in the batch or on the thread count (positions are processed one by one from
 // position 0); one front-to-back pass over the cache for all heads of a query (a per-head pass
 // over a [pos][kv_head][dim] cache would touch every page once per KV head), so that long
 // contexts run at memory speed; GQA heads sharing a KV head reuse its K/V rows from L1.

@@ -1,5 +1,5 @@
 // Internal to kernels/: the per-ISA attention kernel for one query token and a contiguous range
-// of its query heads, and the chunking every variant uses.
+// of its query heads, its scratch, and the canonical F16 dot product.
 #pragma once
 
 #include <cstddef>
@@ -7,11 +7,11 @@
 
 namespace baton::kernels {
 
-// Positions are processed in chunks of this many, starting at position 0, in every variant.
+// Sizes the per-task scratch (historical: the chunk of the earlier f32-accumulator kernels).
 constexpr int64_t kAttentionChunk = 64;
 
-// Heads [h0, h1) of one query; head h reads KV head h / group. Each chunk of positions is
-// visited once for all heads of the range, so the cache is walked front to back once (on a
+// Heads [h0, h1) of one query; head h reads KV head h / group. Each position is visited once
+// for all heads of the range, so the cache is walked front to back once (on a
 // [pos][kv_head][dim] cache a per-head walk would touch every page once per KV head).
 struct AttentionTask {
   const float* q;          // [n_head][head_dim] of the query (head h at q + h * head_dim)
@@ -27,12 +27,17 @@ struct AttentionTask {
   float* scratch;          // attention_scratch_floats(h1 - h0, head_dim) floats, 64-byte aligned
 };
 
-// Per head: q in f32 and the accumulator (head_dim rounded up to 16 each), one chunk of
-// scores, the running max and sum.
+// Per head: q and the accumulator (head_dim rounded up to 16 each), the running max and sum
+// (the SIMD kernels use less than this).
 inline size_t attention_scratch_floats(int64_t n_heads, int64_t head_dim) {
   const size_t d = static_cast<size_t>((head_dim + 15) / 16 * 16);
   return static_cast<size_t>(n_heads) * (2 * d + kAttentionChunk + 16);
 }
+
+// q·k of two F16 vectors in the reduction order of llama.cpp's ggml_vec_dot_f16 (the build
+// that produced the golden outputs): see attention_scalar.cpp / docs/NUMERICS.md. Every ISA's
+// attention calls this scalar definition or reproduces it exactly.
+float attention_dot_f16(const uint16_t* x, const uint16_t* y, int64_t n);
 
 using AttendFn = void (*)(const AttentionTask& t);
 

@@ -1,5 +1,5 @@
-// Attention: every ISA against a naive double-precision softmax(q·K)·V (with q and K rounded
-// to F16 as the kernel does), GQA head mapping, long contexts, and bitwise invariance to the
+// Attention: every ISA bitwise equal to the scalar reference and near a naive double-precision
+// softmax(q·K)·V (with q and K rounded to F16 as the kernel does), GQA head mapping, long contexts, and bitwise invariance to the
 // batch and the thread count.
 #include <catch2/catch.hpp>
 
@@ -70,7 +70,7 @@ std::vector<Isa> supported_isas() {
 
 }  // namespace
 
-TEST_CASE("attention matches a double-precision reference for every ISA, head dim and GQA ratio") {
+TEST_CASE("attention is near a double-precision reference and bitwise equal on every ISA, head dim and GQA ratio") {
   struct Case {
     int64_t n_head, n_head_kv, head_dim, n_kv;
     float q_scale;
@@ -89,6 +89,7 @@ TEST_CASE("attention matches a double-precision reference for every ISA, head di
                      1.0f / std::sqrt(static_cast<float>(tc.head_dim))};
     auto cache = random_cache(tc.n_kv, s.kv_stride, static_cast<uint32_t>(tc.head_dim + tc.n_kv));
     auto q = random_floats(static_cast<size_t>(tc.n_head * tc.head_dim), 7, tc.q_scale);
+    std::vector<float> scalar_out;
     for (Isa isa : supported_isas()) {
       INFO("isa " << isa_name(isa) << " n_head " << tc.n_head << "/" << tc.n_head_kv << " head_dim " << tc.head_dim
                   << " n_kv " << tc.n_kv);
@@ -100,7 +101,12 @@ TEST_CASE("attention matches a double-precision reference for every ISA, head di
         for (int64_t d = 0; d < tc.head_dim; ++d)
           worst = std::max(worst, std::fabs(out[h * tc.head_dim + d] - expect[d]));
       }
-      CHECK(worst < 2e-6);
+      // The V accumulator is F16 (llama.cpp's one_chunk numerics): every position's update
+      // rounds the unnormalised sum to 11 significant bits, errors of ~5e-4 after hundreds of
+      // positions are expected; a wrong softmax or V row would be off by ~0.1.
+      CHECK(worst < 2e-3);
+      if (isa == Isa::kScalar) scalar_out = out;
+      else CHECK(std::memcmp(out.data(), scalar_out.data(), out.size() * sizeof(float)) == 0);  // bitwise
     }
   }
 }
@@ -110,6 +116,7 @@ TEST_CASE("attention stays accurate at long contexts and with large scores") {
   const int64_t n_kv = 4500;
   auto cache = random_cache(n_kv, s.kv_stride, 11, 3.0f);
   auto q = random_floats(4 * 128, 12, 6.0f);  // scores up to tens: max-subtraction matters
+  std::vector<float> scalar_out;
   for (Isa isa : supported_isas()) {
     INFO("isa " << isa_name(isa));
     std::vector<float> out(q.size());
@@ -119,7 +126,9 @@ TEST_CASE("attention stays accurate at long contexts and with large scores") {
       auto expect = reference(s, q.data(), cache, n_kv, h);
       for (int64_t d = 0; d < 128; ++d) worst = std::max(worst, std::fabs(out[h * 128 + d] - expect[d]));
     }
-    CHECK(worst < 1e-5);
+    CHECK(worst < 5e-3);  // F16 accumulator over 4,500 positions (see above)
+    if (isa == Isa::kScalar) scalar_out = out;
+    else CHECK(std::memcmp(out.data(), scalar_out.data(), out.size() * sizeof(float)) == 0);
   }
 }
 
@@ -169,6 +178,6 @@ TEST_CASE("attention heads read their own GQA KV head") {
     std::vector<float> out(q.size());
     attention_one(s, AttentionQuery{q.data(), cache.k.data(), cache.v.data(), n_kv, out.data()}, isa);
     for (int64_t h = 0; h < 6; ++h)
-      for (int64_t d = 0; d < 16; ++d) CHECK(out[h * 16 + d] == Approx(h / 2 + 1).epsilon(1e-6));
+      for (int64_t d = 0; d < 16; ++d) CHECK(out[h * 16 + d] == Approx(h / 2 + 1).epsilon(2e-3));  // F16 accumulator
   }
 }
