@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Reproduces the tables of docs/BENCHMARKS.md: builds the tools, makes the TinyLlama-shaped
+# random-weight model and its quantizations in $MODELS (never in the repo), installs the
+# llama.cpp reference (node-llama-cpp 3.21.1, prebuilt CPU binaries), then runs engine-bench and
+# bench/llamacpp/bench.mjs alternately on each file, and kernel-bench's matvec cases.
+# Usage: bench/run_comparison.sh [THREADS=2] [REPS=3]   (env: MODELS, BUILD)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+THREADS="${1:-2}"
+REPS="${2:-3}"
+MODELS="${MODELS:-/work/models}"
+BUILD="${BUILD:-$ROOT/build}"
+mkdir -p "$MODELS"
+
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" -j2 --target engine-gguf engine-bench kernel-bench
+
+( cd "$ROOT/bench/llamacpp" && [ -d node_modules/node-llama-cpp ] || npm ci --ignore-scripts )
+
+F16="$MODELS/tinyllama-f16.gguf"
+if [ ! -f "$F16" ]; then
+  "$BUILD/bin/engine-gguf" synth --arch llama --n-embd 2048 --n-layer 22 --n-head 32 --n-head-kv 4 \
+    --n-ff 5632 --vocab-from "$ROOT/../shared/models/llama-2-tiny-random.gguf" --type f16 -o "$F16"
+fi
+files=()
+for type in Q4_0 Q4_K_M Q8_0; do
+  out="$MODELS/tinyllama-$type.gguf"
+  [ -f "$out" ] || "$BUILD/bin/engine-gguf" quantize -q -t "$THREADS" "$F16" "$out" "$type"
+  files+=("$out")
+done
+
+echo "## engine-bench vs llama.cpp (t=$THREADS, pp128/tg64, median of $REPS alternated runs)"
+python3 "$ROOT/bench/scripts/compare.py" --engine-bench "$BUILD/bin/engine-bench" --models "${files[@]}" \
+  -t "$THREADS" -r "$REPS" --raw "$MODELS/comparison-runs.json"
+
+echo "## kernel-bench matvec"
+"$BUILD/bin/kernel-bench" --sections membw,matvec --types q4_0,q4_K,q6_K,q8_0,f16 --threads 1,"$THREADS" --reps 11
