@@ -3,6 +3,7 @@
 // (for logits). Tokens of one sequence appear in increasing position order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

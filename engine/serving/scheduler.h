@@ -1,0 +1,154 @@
+// Continuous batching: many generation requests share forward passes. One scheduler thread
+// owns the model's head (embedding, logits) and a LayerRunner (local layers or a cluster);
+// each step it gathers, from every active sequence, either its next prompt chunk or its one
+// new token, runs them as micro-batches through the runner (several in flight when the
+// runner is a pipeline), samples each sequence's next token with its own Sampler, and
+// publishes the token to the request's handle. Sequences join and leave between steps; a
+// finished or cancelled sequence frees its KV cache at once.
+//
+// Because every kernel is batch-invariant, a request's tokens and log-probabilities are
+// bitwise the same whether it runs alone or among others, locally or on a cluster.
+//
+// Thread-safety: submit(), stats() and every RequestHandle method may be called from any
+// thread; everything else runs on the scheduler's own thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/base/error.h"
+#include "engine/model/model_head.h"
+#include "engine/runtime/layer_runner.h"
+#include "engine/sampling/logprobs.h"
+#include "engine/sampling/sampler.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace baton::serving {
+
+// All slots busy and the wait queue full: the HTTP layer answers 503.
+class OverloadedError : public Error {
+ public:
+  using Error::Error;
+};
+
+struct CompletionRequest {
+  std::vector<int32_t> prompt;       // final token ids (BOS / chat template already applied)
+  int32_t max_tokens = 16;           // < 0: until end of generation or the context is full
+  SamplerParams sampling;            // validated by submit()
+  bool logprobs = false;             // report the chosen token's log-probability
+  size_t n_top_logprobs = 0;         // and the top n of the raw distribution (<= 20)
+  std::vector<std::string> stop;     // generation ends before the first occurrence of any
+  bool ignore_eos = false;           // keep going past end-of-generation tokens
+};
+
+// One generated token and the text it released. Text is held back while it is an incomplete
+// UTF-8 character or could still become the start of a stop string, so the concatenation of
+// all `text` is exactly the completion (without the stop string).
+struct TokenEvent {
+  int32_t token = 0;
+  std::string text;
+  float logprob = 0.0f;              // when requested
+  std::vector<TokenLogprob> top;     // when n_top_logprobs > 0, best first
+};
+
+struct CompletionSummary {
+  std::string finish_reason;         // "stop", "length", "cancelled" or "error"
+  std::string error;                 // for "error": what failed, naming the node if remote
+  size_t prompt_tokens = 0;
+  size_t completion_tokens = 0;
+  double queue_seconds = 0;          // submit -> first forward pass
+  double time_to_first_token = 0;    // submit -> first token published
+  double generation_seconds = 0;     // first -> last token
+};
+
+class Scheduler;
+
+// The consumer's side of one request. Events are queued without bound (a slow consumer
+// never stalls the batch); next() hands them out in order.
+class RequestHandle {
+ public:
+  enum class Poll { kToken, kDone, kTimeout };
+  // Waits up to `timeout`: kToken with `event` filled, kDone once every token has been taken
+  // and the request has ended (then summary() is final), or kTimeout.
+  Poll next(TokenEvent& event, std::chrono::milliseconds timeout);
+  // The client went away: the scheduler drops the sequence before its next step and frees its
+  // cache; the request ends with finish_reason "cancelled". Idempotent.
+  void cancel();
+  bool cancelled() const;
+  CompletionSummary summary() const;
+
+ private:
+  friend class Scheduler;
+  void publish(TokenEvent event);
+  void complete(CompletionSummary summary);
+
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<TokenEvent> events_;
+  CompletionSummary summary_;
+  bool done_ = false;
+  bool cancelled_ = false;
+};
+
+struct SchedulerOptions {
+  int slots = 4;          // sequences generated at once; the runner's KV cache must hold as many
+  int queue_limit = 64;   // requests waiting for a slot; one more -> OverloadedError
+  int n_batch = 512;      // tokens per forward pass (prompt chunks + decode tokens), >= 1
+};
+
+struct SchedulerStats {
+  int active = 0;                    // sequences in slots
+  int queued = 0;                    // waiting for a slot
+  uint64_t requests = 0;             // accepted since start
+  uint64_t rejected = 0;             // OverloadedError
+  uint64_t failed = 0;               // ended with "error"
+  uint64_t prompt_tokens = 0;
+  uint64_t generated_tokens = 0;
+  uint64_t forward_passes = 0;
+  double forward_seconds = 0;        // wall time inside the runner (submit..finish)
+};
+
+class Scheduler {
+ public:
+  // head, layers and tokenizer must outlive the scheduler. Starts the scheduler thread.
+  Scheduler(ModelHead& head, LayerRunner& layers, const tokenizer::Tokenizer& tokenizer,
+            const SchedulerOptions& options);
+  // Stops the thread; requests still running end with "error" ("server shutting down").
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request. Throws baton::Error for an empty prompt, a prompt that leaves no room in
+  // the context ("the prompt has N tokens but the context holds M"), an out-of-vocabulary id
+  // or invalid sampling parameters; OverloadedError when the queue is full.
+  std::shared_ptr<RequestHandle> submit(CompletionRequest request);
+
+  SchedulerStats stats() const;
+  const SchedulerOptions& options() const { return options_; }
+  int64_t n_ctx() const;
+
+ private:
+  struct Sequence;
+  void run();
+
+  ModelHead& head_;
+  LayerRunner& layers_;
+  const tokenizer::Tokenizer& tokenizer_;
+  SchedulerOptions options_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::deque<std::pair<std::shared_ptr<RequestHandle>, CompletionRequest>> queue_;
+  SchedulerStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace baton::serving
