@@ -1,0 +1,169 @@
+// POST /v1/completions and /v1/chat/completions: parse, build the prompt tokens, submit to the
+// scheduler, then either collect the whole completion or stream it as server-sent events.
+// A streaming client that disconnects (a failed write, an unwritable socket, or httplib
+// reporting an unsuccessful response) cancels the request; so does stopping the server.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <random>
+
+#include "engine/api/http_server_impl.h"
+#include "engine/api/openai_response.h"
+
+namespace baton::api {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::chrono::milliseconds kPoll{50};
+
+uint32_t random_seed() {
+  static std::mutex mutex;
+  static std::mt19937 rng{std::random_device{}()};
+  std::lock_guard lock(mutex);
+  return rng();
+}
+
+// A request that ended without completing: the status and error to answer with.
+ApiError failure_of(const serving::CompletionSummary& s, bool stopping) {
+  if (s.finish_reason == "cancelled" || stopping || s.error.find("shutting down") != std::string::npos)
+    return ApiError(503, "unavailable_error", s.error.empty() ? "the server is shutting down" : s.error);
+  return ApiError(502, "server_error", fmt::format("generation failed: {}", s.error));
+}
+
+// Times tokens for the latency histograms: from the request's arrival to the first token, then
+// between consecutive tokens.
+struct TokenClock {
+  Clock::time_point arrival = Clock::now();
+  Clock::time_point last{};
+  void tick(HttpMetrics& m) {
+    auto now = Clock::now();
+    if (last == Clock::time_point{}) m.observe_time_to_first_token(std::chrono::duration<double>(now - arrival).count());
+    else m.observe_inter_token(std::chrono::duration<double>(now - last).count());
+    last = now;
+  }
+};
+
+// Everything a streaming response needs after the handler has returned.
+struct Stream {
+  std::shared_ptr<serving::RequestHandle> handle;
+  ResponseBuilder builder;
+  bool chat = false;
+  bool include_usage = false;
+  bool logprobs = false;
+  bool role_sent = false;
+  bool finished = false;
+  TokenClock clock;
+};
+
+}  // namespace
+
+void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+  TokenClock clock;
+  GenerationRequest r = parse_generation_request(req.body, endpoint, random_seed());
+  const auto& tok = model.tokenizer();
+  const char* prompt_param = endpoint == Endpoint::kChat ? "messages" : "prompt";
+
+  // The prompt tokens: chat template + BOS per the model, or the text / ids as given.
+  serving::CompletionRequest engine = r.engine;
+  if (endpoint == Endpoint::kChat) {
+    const ChatTemplate* tmpl = model.chat_template();
+    if (!tmpl)
+      throw ApiError(400, "invalid_request_error",
+                     "this model's chat template is not supported: " + model.chat_template_error(), "messages");
+    std::string text = tmpl->apply(r.messages, /*add_generation_prompt=*/true);
+    engine.prompt = tok.encode(text, /*add_special=*/true, /*parse_special=*/true);
+  } else if (r.prompt.is_text) {
+    engine.prompt = tok.encode(r.prompt.text, /*add_special=*/true, /*parse_special=*/true);
+  } else {
+    engine.prompt = r.prompt.tokens;
+  }
+
+  std::shared_ptr<serving::RequestHandle> handle;
+  try {
+    handle = model.scheduler().submit(std::move(engine));
+  } catch (const serving::OverloadedError& e) {
+    res.set_header("Retry-After", "1");
+    throw ApiError(503, "unavailable_error", e.what());
+  } catch (const Error& e) {
+    // Empty prompt, prompt longer than the context, token id outside the vocabulary, bad
+    // sampling parameters: the scheduler's message says which.
+    throw bad_request(prompt_param, e.what());
+  }
+
+  if (!r.stream) {
+    ResponseBuilder builder(r, tok, model.info().id);
+    serving::TokenEvent ev;
+    for (;;) {
+      auto poll = handle->next(ev, kPoll);
+      if (poll == serving::RequestHandle::Poll::kToken) {
+        clock.tick(metrics);
+        builder.add(ev);
+      } else if (poll == serving::RequestHandle::Poll::kDone) {
+        break;
+      } else if (stopping) {
+        handle->cancel();
+      }
+    }
+    serving::CompletionSummary s = handle->summary();
+    if (s.finish_reason != "stop" && s.finish_reason != "length") throw failure_of(s, stopping);
+    send_json(res, builder.body(s));
+    return;
+  }
+
+  auto st = std::make_shared<Stream>(Stream{handle, ResponseBuilder(r, tok, model.info().id), endpoint == Endpoint::kChat,
+                                            r.include_usage, r.logprobs, false, false, clock});
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, st](size_t, httplib::DataSink& sink) -> bool {
+        if (st->chat && !st->role_sent) {
+          st->role_sent = true;
+          std::string chunk = sse_event(st->builder.role_chunk());
+          return sink.write(chunk.data(), chunk.size());
+        }
+        serving::TokenEvent ev;
+        auto poll = st->handle->next(ev, kPoll);
+        if (poll == serving::RequestHandle::Poll::kTimeout) {
+          if (stopping || !sink.is_writable()) {
+            st->handle->cancel();
+            return false;
+          }
+          return true;
+        }
+        if (poll == serving::RequestHandle::Poll::kToken) {
+          st->clock.tick(metrics);
+          if (ev.text.empty() && !st->logprobs) return true;  // text held back (partial character, stop prefix)
+          std::string chunk = sse_event(st->builder.token_chunk(ev));
+          return sink.write(chunk.data(), chunk.size());
+        }
+        // Done: the final chunk (or an error event), usage, [DONE].
+        st->finished = true;
+        serving::CompletionSummary s = st->handle->summary();
+        std::string out;
+        if (s.finish_reason == "stop" || s.finish_reason == "length") {
+          out += sse_event(st->builder.final_chunk(s));
+          if (st->include_usage) out += sse_event(st->builder.usage_chunk(s));
+          out += kSseDone;
+        } else {
+          out += sse_event(error_body(failure_of(s, stopping)));
+        }
+        bool ok = sink.write(out.data(), out.size());
+        sink.done();
+        return ok;
+      },
+      [this, st](bool success) {
+        if (success && st->finished) return;
+        // The client went away (or the server stopped) before the end: free the slot.
+        if (!st->finished) {
+          st->handle->cancel();
+          metrics.count_stream_cancelled();
+          spdlog::info("{}: client disconnected, request cancelled", st->builder.id());
+        }
+      });
+}
+
+}  // namespace baton::api

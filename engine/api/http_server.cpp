@@ -1,0 +1,313 @@
+// Routes, authentication, error shaping, lifecycle, and the small endpoints (models, health,
+// cluster, metrics, tokenize, detokenize). Generation is in generation_handler.cpp.
+#include "engine/api/http_server.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+
+#include "engine/api/http_server_impl.h"
+#include "engine/api/openai_response.h"
+#include "engine/tokenizer/utf8.h"
+
+namespace baton::api {
+
+using nlohmann::json;
+
+void send_json(httplib::Response& res, const json& body, int status) {
+  res.status = status;
+  res.set_content(dump(body), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& error) {
+  send_json(res, error_body(error), error.status());
+}
+
+namespace {
+
+const char* const kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
+                               "/v1/cluster",     "/metrics",             "/tokenize",  "/detokenize"};
+
+// The metrics label of a path: a known route or "other" (keeps label cardinality bounded).
+std::string route_label(const std::string& path) {
+  for (const char* r : kRoutes)
+    if (path == r) return r;
+  return "other";
+}
+
+// Constant-time comparison of the presented key with the configured one (the length is not
+// hidden).
+bool same_key(const std::string& presented, const std::string& key) {
+  if (presented.size() != key.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < key.size(); ++i) diff |= static_cast<unsigned char>(presented[i] ^ key[i]);
+  return diff == 0;
+}
+
+json node_json(const NodeView& n) {
+  json j = {{"id", n.id},
+            {"address", n.address},
+            {"role", n.role},
+            {"status", n.status},
+            {"load", n.load},
+            {"memory_total_bytes", n.memory_total_bytes},
+            {"memory_used_bytes", n.memory_used_bytes},
+            {"compute_ms_per_token", n.compute_ms_per_token}};
+  j["layers"] = n.first_layer >= 0 ? json::array({n.first_layer, n.last_layer}) : json(nullptr);
+  j["last_heartbeat_seconds"] = n.last_heartbeat_seconds >= 0 ? json(n.last_heartbeat_seconds) : json(nullptr);
+  return j;
+}
+
+// Wraps a handler: an escaped exception becomes an error response, never a dropped connection.
+template <class F>
+httplib::Server::Handler guarded(F f) {
+  return [f](const httplib::Request& req, httplib::Response& res) {
+    try {
+      f(req, res);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const std::exception& e) {
+      spdlog::error("{} {}: {}", req.method, req.path, e.what());
+      send_error(res, ApiError(500, "server_error", e.what()));
+    }
+  };
+}
+
+}  // namespace
+
+void HttpServer::Impl::install_routes() {
+  using httplib::Request;
+  using httplib::Response;
+  server.Post("/v1/completions", guarded([this](const Request& q, Response& r) { handle_generation(q, r, Endpoint::kCompletions); }));
+  server.Post("/v1/chat/completions", guarded([this](const Request& q, Response& r) { handle_generation(q, r, Endpoint::kChat); }));
+  server.Get("/v1/models", guarded([this](const Request&, Response& r) { handle_models(r); }));
+  server.Get("/health", guarded([this](const Request&, Response& r) { handle_health(r); }));
+  server.Get("/v1/cluster", guarded([this](const Request&, Response& r) { handle_cluster(r); }));
+  server.Get("/metrics", guarded([this](const Request&, Response& r) { handle_metrics(r); }));
+  server.Post("/tokenize", guarded([this](const Request& q, Response& r) { handle_tokenize(q, r); }));
+  server.Post("/detokenize", guarded([this](const Request& q, Response& r) { handle_detokenize(q, r); }));
+
+  server.set_pre_routing_handler([this](const Request& req, Response& res) {
+    if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (auth.empty()) {
+      send_error(res, ApiError(401, "authentication_error", "missing API key: send 'Authorization: Bearer <key>'"));
+    } else if (auth.compare(0, prefix.size(), prefix) != 0 || !same_key(auth.substr(prefix.size()), options.api_key)) {
+      send_error(res, ApiError(401, "authentication_error", "invalid API key"));
+    } else {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    res.set_header("WWW-Authenticate", "Bearer");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  // Responses httplib makes itself (unknown route 404, body too large 413, unparsable HTTP 400)
+  // get the OpenAI error body too.
+  server.set_error_handler([this](const Request& req, Response& res) {
+    if (!res.body.empty() || res.content_length_ > 0) return;
+    if (res.status == 404)
+      send_error(res, ApiError(404, "not_found_error", fmt::format("no route for {} {}", req.method, req.path)));
+    else if (res.status == 413)
+      send_error(res, ApiError(413, "invalid_request_error",
+                               fmt::format("the request body is larger than {} bytes", options.max_body_bytes)));
+    else
+      send_error(res, ApiError(res.status, "invalid_request_error", fmt::format("HTTP error {}", res.status)));
+  });
+
+  server.set_logger([this](const Request& req, const Response& res) {
+    metrics.count_request(route_label(req.path), res.status);
+    spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
+  });
+}
+
+void HttpServer::Impl::handle_models(httplib::Response& res) {
+  const ModelInfo& m = model.info();
+  json entry = {{"id", m.id},
+                {"object", "model"},
+                {"created", m.created},
+                {"owned_by", m.owned_by},
+                {"size", m.size_bytes},
+                {"quantization", m.quantization},
+                {"n_ctx", m.n_ctx},
+                {"n_ctx_train", m.n_ctx_train},
+                {"n_params", m.n_params},
+                {"n_layer", m.n_layer},
+                {"n_vocab", m.n_vocab},
+                {"architecture", m.arch}};
+  send_json(res, json{{"object", "list"}, {"data", json::array({entry})}});
+}
+
+void HttpServer::Impl::handle_health(httplib::Response& res) {
+  ClusterViewSnapshot snap = model.cluster_view().snapshot();
+  bool all_online = std::all_of(snap.nodes.begin(), snap.nodes.end(), [](const NodeView& n) { return n.status == "online"; });
+  serving::SchedulerStats s = model.scheduler().stats();
+  json nodes = json::array();
+  for (const auto& n : snap.nodes) nodes.push_back(node_json(n));
+  json body = {{"status", !snap.ready || stopping ? "unavailable" : all_online ? "ok" : "degraded"},
+               {"layers_covered", snap.layers_covered},
+               {"n_layer", snap.n_layer},
+               {"slots", model.scheduler().options().slots},
+               {"slots_active", s.active},
+               {"queued", s.queued},
+               {"nodes", nodes}};
+  if (!snap.detail.empty()) body["detail"] = snap.detail;
+  send_json(res, body, snap.ready && !stopping ? 200 : 503);
+}
+
+void HttpServer::Impl::handle_cluster(httplib::Response& res) {
+  ClusterViewSnapshot snap = model.cluster_view().snapshot();
+  json nodes = json::array();
+  for (const auto& n : snap.nodes) nodes.push_back(node_json(n));
+  send_json(res, json{{"ready", snap.ready}, {"layers_covered", snap.layers_covered}, {"n_layer", snap.n_layer},
+                      {"detail", snap.detail}, {"nodes", nodes}});
+}
+
+void HttpServer::Impl::handle_metrics(httplib::Response& res) {
+  MetricsWriter w;
+  metrics.write(w);
+  serving::SchedulerStats s = model.scheduler().stats();
+  auto gauge = [&](const char* name, const char* help, double v) {
+    w.family(name, "gauge", help);
+    w.sample(name, v);
+  };
+  auto counter = [&](const char* name, const char* help, double v) {
+    w.family(name, "counter", help);
+    w.sample(name, v);
+  };
+  gauge("baton_queue_depth", "Requests waiting for a slot.", s.queued);
+  gauge("baton_active_slots", "Sequences being generated.", s.active);
+  gauge("baton_slots", "Sequences that can be generated at once.", model.scheduler().options().slots);
+  counter("baton_requests_accepted_total", "Generation requests accepted by the scheduler.", static_cast<double>(s.requests));
+  counter("baton_requests_rejected_total", "Generation requests refused because the queue was full (503).", static_cast<double>(s.rejected));
+  counter("baton_requests_failed_total", "Generation requests that ended in an error (e.g. a pipeline failure).", static_cast<double>(s.failed));
+  counter("baton_prompt_tokens_total", "Prompt tokens processed.", static_cast<double>(s.prompt_tokens));
+  counter("baton_generated_tokens_total", "Tokens generated.", static_cast<double>(s.generated_tokens));
+  counter("baton_forward_passes_total", "Forward passes (micro-batches) run.", static_cast<double>(s.forward_passes));
+  counter("baton_forward_seconds_total", "Wall time inside the layer runner.", s.forward_seconds);
+
+  // Per-stage counters of a cluster, as the workers report them (cumulative since they started).
+  std::vector<pipeline::StageStats> stages = model.stage_stats();
+  if (!stages.empty()) {
+    struct Family {
+      const char* name;
+      const char* help;
+      double scale;
+    };
+    static const std::map<std::string, Family> known = {
+        {"compute_ms", {"baton_stage_compute_seconds_total", "Time a worker spent computing its layers.", 1e-3}},
+        {"busy_ms", {"baton_stage_busy_seconds_total", "Time a worker spent handling forward passes.", 1e-3}},
+        {"forwards", {"baton_stage_forwards_total", "Forward passes a worker ran.", 1}},
+        {"tokens", {"baton_stage_tokens_total", "Token rows a worker processed.", 1}},
+        {"bytes_in", {"baton_stage_bytes_received_total", "Activation bytes a worker received (the hop into it).", 1}},
+        {"bytes_out", {"baton_stage_bytes_sent_total", "Activation bytes a worker sent (the hop out of it).", 1}},
+    };
+    for (const auto& [key, fam] : known) {
+      bool any = false;
+      for (const auto& st : stages) {
+        auto it = st.values.find(key);
+        if (it == st.values.end()) continue;
+        if (!any) w.family(fam.name, "counter", fam.help);
+        any = true;
+        w.sample(fam.name, it->second * fam.scale, {{"node", st.node_id}});
+      }
+    }
+    // Hops: coordinator -> first worker -> ... -> last worker -> coordinator, bytes as received.
+    w.family("baton_hop_bytes_total", "counter", "Activation bytes over each hop of the pipeline.");
+    for (size_t i = 0; i < stages.size(); ++i) {
+      auto in = stages[i].values.find("bytes_in");
+      if (in != stages[i].values.end())
+        w.sample("baton_hop_bytes_total", in->second, {{"from", i ? stages[i - 1].node_id : "coordinator"}, {"to", stages[i].node_id}});
+    }
+    auto out = stages.back().values.find("bytes_out");
+    if (out != stages.back().values.end())
+      w.sample("baton_hop_bytes_total", out->second, {{"from", stages.back().node_id}, {"to", "coordinator"}});
+    // Anything else a worker reports (e.g. newer counters), unconverted.
+    bool any = false;
+    for (const auto& st : stages)
+      for (const auto& [key, v] : st.values) {
+        if (known.count(key)) continue;
+        if (!any) w.family("baton_stage_stat", "gauge", "Other per-worker counters, by name, as reported.");
+        any = true;
+        w.sample("baton_stage_stat", v, {{"node", st.node_id}, {"name", key}});
+      }
+  }
+  res.status = 200;
+  res.set_content(w.text(), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+void HttpServer::Impl::handle_tokenize(const httplib::Request& req, httplib::Response& res) {
+  TokenizeRequest t = parse_tokenize_request(req.body);
+  const auto& tok = model.tokenizer();
+  std::vector<int32_t> ids = tok.encode(t.content, t.add_special, /*parse_special=*/true);
+  json tokens = json::array();
+  for (int32_t id : ids) {
+    if (!t.with_pieces) {
+      tokens.push_back(id);
+      continue;
+    }
+    std::string piece = tok.token_to_piece(id, true);
+    json p = piece;
+    if (tokenizer::utf8_sanitize(piece) != piece) {  // part of a character: its bytes
+      p = json::array();
+      for (unsigned char c : piece) p.push_back(static_cast<int>(c));
+    }
+    tokens.push_back(json{{"id", id}, {"piece", p}});
+  }
+  send_json(res, json{{"tokens", tokens}});
+}
+
+void HttpServer::Impl::handle_detokenize(const httplib::Request& req, httplib::Response& res) {
+  std::vector<int32_t> ids = parse_detokenize_request(req.body);
+  const auto& tok = model.tokenizer();
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= tok.n_vocab())
+      throw bad_request(fmt::format("tokens[{}]", i),
+                        fmt::format("'tokens[{}]' = {} is outside the vocabulary (n_vocab = {})", i, ids[i], tok.n_vocab()));
+  send_json(res, json{{"content", tok.decode(ids)}});
+}
+
+HttpServer::HttpServer(ServedModel& model, ServerOptions options)
+    : impl_(std::make_unique<Impl>(model, std::move(options))) {
+  auto& o = impl_->options;
+  size_t threads = o.threads > 0 ? static_cast<size_t>(o.threads)
+                                 : static_cast<size_t>(4 * std::max(1, model.scheduler().options().slots) + 8);
+  impl_->server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  impl_->server.set_payload_max_length(o.max_body_bytes);
+  impl_->server.set_keep_alive_timeout(5);
+  impl_->install_routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::start() {
+  auto& s = impl_->server;
+  const auto& o = impl_->options;
+  if (o.port == 0) {
+    impl_->port = s.bind_to_any_port(o.host);
+    if (impl_->port < 0) fail("cannot listen on {}: bind failed", o.host);
+  } else {
+    if (!s.bind_to_port(o.host, o.port)) fail("cannot listen on {}:{}: bind failed (address in use?)", o.host, o.port);
+    impl_->port = o.port;
+  }
+  impl_->model.set_address(fmt::format("{}:{}", o.host, impl_->port));
+  impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
+  // The socket is already listening (connections queue in its backlog), so no wait is needed
+  // for correctness; wait for the accept loop anyway so is_running() is true on return.
+  for (int i = 0; i < 500 && !s.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+int HttpServer::port() const { return impl_->port; }
+
+void HttpServer::stop() {
+  if (!impl_->thread.joinable()) return;
+  impl_->stopping = true;  // handlers cancel their requests and return
+  impl_->server.stop();
+  impl_->thread.join();
+}
+
+HttpMetrics& HttpServer::metrics() { return impl_->metrics; }
+
+}  // namespace baton::api

@@ -1,0 +1,52 @@
+// The OpenAI-compatible HTTP server (cpp-httplib: a thread pool, one thread per connection).
+// Routes: POST /v1/completions, POST /v1/chat/completions (stream or not), GET /v1/models,
+// GET /health, GET /v1/cluster, GET /metrics, POST /tokenize, POST /detokenize.
+// Errors are OpenAI's {"error": {...}} with the status: 400 bad input (naming the field),
+// 401 missing/wrong Bearer key (every route but /health, when a key is set), 404 unknown route,
+// 413 body over the limit, 503 overloaded / not ready / shutting down, 502 pipeline failure.
+// A streaming client that goes away cancels its request (RequestHandle::cancel()).
+// See docs/API.md. Thread-safety: start()/stop() from one controlling thread.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "engine/api/metrics.h"
+#include "engine/api/served_model.h"
+
+namespace baton::api {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8021;                         // 0: any free port (see port())
+  std::string api_key;                     // "" = no authentication
+  size_t max_body_bytes = 8u << 20;        // larger bodies -> 413
+  int threads = 0;                         // HTTP threads; <= 0: 4 x slots + 8
+};
+
+class HttpServer {
+ public:
+  // `model` must outlive the server.
+  HttpServer(ServedModel& model, ServerOptions options);
+  ~HttpServer();  // stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds (throws baton::Error naming host:port when it cannot) and serves on a background
+  // thread; returns once the socket accepts connections.
+  void start();
+  int port() const;
+  // Stops accepting, cancels open streams and waiting requests, waits for every handler to
+  // return. Idempotent.
+  void stop();
+
+  HttpMetrics& metrics();
+
+  struct Impl;  // routes and handlers (http_server.cpp, generation_handler.cpp)
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace baton::api

@@ -1,0 +1,43 @@
+// Internal to http_server.cpp and generation_handler.cpp: the server's state and the helpers
+// that write JSON and error responses. Includes httplib.h; nothing else should.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "engine/api/api_error.h"
+#include "engine/api/http_server.h"
+#include "engine/api/openai_request.h"
+
+namespace baton::api {
+
+struct HttpServer::Impl {
+  Impl(ServedModel& m, ServerOptions o) : model(m), options(std::move(o)) {}
+
+  void install_routes();
+  // POST /v1/completions and /v1/chat/completions (generation_handler.cpp).
+  void handle_generation(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  void handle_models(httplib::Response& res);
+  void handle_health(httplib::Response& res);
+  void handle_cluster(httplib::Response& res);
+  void handle_metrics(httplib::Response& res);
+  void handle_tokenize(const httplib::Request& req, httplib::Response& res);
+  void handle_detokenize(const httplib::Request& req, httplib::Response& res);
+
+  ServedModel& model;
+  ServerOptions options;
+  httplib::Server server;
+  HttpMetrics metrics;
+  std::thread thread;
+  std::atomic<bool> stopping{false};
+  int port = 0;
+};
+
+void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
+void send_error(httplib::Response& res, const ApiError& error);
+
+}  // namespace baton::api

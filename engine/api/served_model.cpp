@@ -1,0 +1,157 @@
+#include "engine/api/served_model.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <map>
+
+#include "engine/api/guarded_layers.h"
+#include "engine/api/local_cluster_view.h"
+#include "engine/api/static_cluster_view.h"
+
+namespace baton::api {
+
+struct ServedModel::Parts {
+  std::unique_ptr<LocalModel> local;
+  std::unique_ptr<pipeline::Cluster> cluster;
+  std::unique_ptr<GuardedLayers> guard;
+  std::unique_ptr<LocalClusterView> local_view;
+  std::unique_ptr<StaticClusterView> static_view;
+};
+
+namespace {
+
+// llama_ftype names (general.file_type).
+std::string file_type_name(uint64_t ftype) {
+  static const std::map<uint64_t, const char*> names = {
+      {0, "F32"},     {1, "F16"},     {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},    {8, "Q5_0"},
+      {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"}, {12, "Q3_K_M"}, {13, "Q3_K_L"}, {14, "Q4_K_S"},
+      {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"}, {18, "Q6_K"},   {19, "IQ2_XXS"}, {20, "IQ2_XS"},
+      {21, "Q2_K_S"}, {22, "IQ3_XS"}, {23, "IQ3_XXS"}, {24, "IQ1_S"}, {25, "IQ4_NL"}, {26, "IQ3_S"},
+      {27, "IQ3_M"},  {28, "IQ2_S"},  {29, "IQ2_M"},  {30, "IQ4_XS"}, {31, "IQ1_M"},  {32, "BF16"}};
+  auto it = names.find(ftype);
+  return it == names.end() ? "" : it->second;
+}
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+ModelInfo describe_model(const gguf::GgufFile& file, const ModelConfig& config, const std::string& alias,
+                         int64_t n_ctx) {
+  ModelInfo m;
+  m.id = alias.empty() ? std::filesystem::path(file.path()).stem().string() : alias;
+  struct stat st {};
+  if (::stat(file.path().c_str(), &st) == 0) m.created = static_cast<int64_t>(st.st_mtime);
+  m.size_bytes = file.total_file_bytes();
+  if (auto ft = file.metadata().find_uint("general.file_type")) m.quantization = file_type_name(*ft);
+  // Without (or with an unknown) file type: the type holding most of the bytes.
+  std::map<GgmlType, uint64_t> bytes_by_type;
+  for (const auto& t : file.tensors()) {
+    m.n_params += t.n_elements();
+    bytes_by_type[t.type] += t.n_bytes;
+  }
+  if (m.quantization.empty() && !bytes_by_type.empty()) {
+    auto best = bytes_by_type.begin();
+    for (auto it = bytes_by_type.begin(); it != bytes_by_type.end(); ++it)
+      if (it->second > best->second) best = it;
+    m.quantization = upper(ggml_type_name(best->first));
+  }
+  m.n_ctx = n_ctx;
+  m.n_ctx_train = config.n_ctx_train;
+  m.n_layer = config.n_layer;
+  m.n_vocab = config.n_vocab;
+  m.arch = config.arch_name;
+  return m;
+}
+
+void ServedModel::init_common(const gguf::GgufFile& file, const ModelConfig& config, const ServeOptions& options,
+                              int64_t n_ctx, const std::string& default_id) {
+  info_ = describe_model(file, config, options.alias.empty() ? default_id : options.alias, n_ctx);
+  try {
+    chat_template_ = options.chat_template.empty() ? ChatTemplate::from_metadata(file.metadata())
+                                                   : ChatTemplate::from_name(options.chat_template);
+  } catch (const Error& e) {
+    if (!options.chat_template.empty()) throw;  // a bad --chat-template is the operator's error
+    chat_template_error_ = e.what();
+    spdlog::warn("chat completions disabled: {}", chat_template_error_);
+  }
+}
+
+std::unique_ptr<ServedModel> ServedModel::open_local(const std::string& path, const ServeOptions& options) {
+  std::unique_ptr<ServedModel> s(new ServedModel());
+  s->parts_ = std::make_unique<Parts>();
+  LocalModelOptions lo;
+  lo.threads = options.threads;
+  lo.n_ctx = options.n_ctx;
+  lo.max_sequences = options.scheduler.slots;
+  auto& model = s->parts_->local = std::make_unique<LocalModel>(path, lo);
+  s->tokenizer_ = &model->tokenizer();
+  s->init_common(*model->file(), model->config(), options, model->layers().n_ctx(),
+                 std::filesystem::path(path).stem().string());
+  s->scheduler_ = std::make_unique<serving::Scheduler>(model->head(), model->layers(), model->tokenizer(),
+                                                       options.scheduler);
+  NodeView node;
+  node.id = "coordinator";
+  node.role = "coordinator";
+  node.first_layer = 0;
+  node.last_layer = model->config().n_layer - 1;
+  node.memory_total_bytes = machine_memory_bytes();
+  node.memory_used_bytes = model->file()->total_file_bytes();
+  serving::Scheduler* sched = s->scheduler_.get();
+  s->parts_->local_view = std::make_unique<LocalClusterView>(node, model->config().n_layer,
+                                                             [sched] { return sched->stats(); });
+  s->view_ = s->parts_->local_view.get();
+  return s;
+}
+
+std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& config, const ServeOptions& options) {
+  std::unique_ptr<ServedModel> s(new ServedModel());
+  s->parts_ = std::make_unique<Parts>();
+  pipeline::ClusterOptions co;
+  co.threads = options.threads;
+  co.n_ctx = options.n_ctx;
+  co.max_sequences = options.scheduler.slots;
+  auto& cluster = s->parts_->cluster = std::make_unique<pipeline::Cluster>(config, co);
+  s->tokenizer_ = &cluster->tokenizer();
+  s->init_common(*cluster->file(), cluster->config(), options, cluster->n_ctx(),
+                 std::filesystem::path(config.model).stem().string());
+  s->parts_->guard = std::make_unique<GuardedLayers>(cluster->layers());
+  s->scheduler_ = std::make_unique<serving::Scheduler>(cluster->head(), *s->parts_->guard, cluster->tokenizer(),
+                                                       options.scheduler);
+  NodeView node;
+  node.id = "coordinator";
+  node.role = "coordinator";
+  node.memory_total_bytes = machine_memory_bytes();
+  node.memory_used_bytes = cluster->file()->total_file_bytes();
+  s->parts_->static_view = std::make_unique<StaticClusterView>(*cluster, *s->parts_->guard, node);
+  s->view_ = s->parts_->static_view.get();
+  return s;
+}
+
+ServedModel::~ServedModel() {
+  scheduler_.reset();  // ends running requests before the layers go away
+}
+
+void ServedModel::set_address(const std::string& address) {
+  if (parts_->local_view) parts_->local_view->set_address(address);
+  if (parts_->static_view) parts_->static_view->set_coordinator_address(address);
+}
+
+std::vector<pipeline::StageStats> ServedModel::stage_stats() const {
+  if (parts_->static_view) return parts_->static_view->stage_stats();
+  return {};
+}
+
+std::vector<NodePlan> ServedModel::plan() const {
+  if (parts_->cluster) return parts_->cluster->plan();
+  return {};
+}
+
+}  // namespace baton::api

@@ -1,0 +1,89 @@
+#include "engine/api/static_cluster_view.h"
+
+#include <fmt/format.h>
+
+namespace baton::api {
+
+using Clock = std::chrono::steady_clock;
+
+StaticClusterView::StaticClusterView(pipeline::Cluster& cluster, GuardedLayers& guard, NodeView coordinator)
+    : cluster_(cluster), guard_(guard), coordinator_(std::move(coordinator)) {
+  size_t n = cluster.plan().size();
+  last_seen_.assign(n, Clock::now());  // loaded just now: every worker answered
+  load_.resize(n);
+  load_value_.assign(n, 0.0);
+}
+
+void StaticClusterView::refresh() const {
+  std::lock_guard lock(mutex_);
+  if (!failure_.empty()) return;
+  try {
+    std::vector<pipeline::StageStats> fresh;
+    if (!guard_.when_idle([&] { fresh = cluster_.stats(); }, std::chrono::milliseconds(200))) return;
+    auto now = Clock::now();
+    for (size_t i = 0; i < fresh.size() && i < last_seen_.size(); ++i) {
+      last_seen_[i] = now;
+      auto busy = fresh[i].values.find("busy_ms");
+      if (busy != fresh[i].values.end()) load_value_[i] = load_[i].update(busy->second / 1000.0, now);
+    }
+    stats_ = std::move(fresh);
+  } catch (const std::exception& e) {
+    failure_ = e.what();
+  }
+}
+
+ClusterViewSnapshot StaticClusterView::snapshot() const {
+  refresh();
+  std::lock_guard lock(mutex_);
+  ClusterViewSnapshot snap;
+  snap.n_layer = cluster_.config().n_layer;
+  NodeView c = coordinator_;
+  c.status = "online";
+  c.last_heartbeat_seconds = 0;
+  snap.nodes.push_back(c);
+  bool all_online = true;
+  auto now = Clock::now();
+  const auto& plan = cluster_.plan();
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const auto& p = plan[i];
+    NodeView n;
+    n.id = p.id;
+    n.address = fmt::format("{}:{}", p.host, p.port);
+    n.first_layer = p.first;
+    n.last_layer = p.last - 1;
+    n.role = "worker";
+    // The failure message names the node ("node node-02 (127.0.0.1:8011) ...").
+    bool failed = !failure_.empty() && failure_.find(p.id) != std::string::npos;
+    n.status = failed ? "offline" : "online";
+    all_online = all_online && !failed;
+    n.last_heartbeat_seconds = std::chrono::duration<double>(now - last_seen_[i]).count();
+    n.load = load_value_[i];
+    for (const auto& s : stats_) {
+      if (s.node_id != p.id) continue;
+      auto ms = s.values.find("compute_ms");
+      auto tokens = s.values.find("tokens");
+      if (ms != s.values.end() && tokens != s.values.end() && tokens->second > 0)
+        n.compute_ms_per_token = ms->second / tokens->second;
+      auto mem = s.values.find("memory_bytes");
+      if (mem != s.values.end()) n.memory_used_bytes = static_cast<uint64_t>(mem->second);
+    }
+    snap.nodes.push_back(std::move(n));
+  }
+  snap.ready = failure_.empty();
+  snap.layers_covered = all_online && failure_.empty();
+  snap.detail = failure_;
+  return snap;
+}
+
+void StaticClusterView::set_coordinator_address(const std::string& address) {
+  std::lock_guard lock(mutex_);
+  coordinator_.address = address;
+}
+
+std::vector<pipeline::StageStats> StaticClusterView::stage_stats() const {
+  refresh();
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace baton::api
