@@ -7,6 +7,7 @@ packages=(
   libasio-dev libdnnl-dev libflatbuffers-dev flatbuffers-compiler libfmt-dev catch2 libyaml-cpp-dev
   libpcre2-dev libicu-dev libssl-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libcpp-httplib-dev
   clang libclang-rt-14-dev
+  etcd-server etcd-client  # the etcd registry tests start a real etcd on 127.0.0.1
 )
 missing=()
 for p in "${packages[@]}"; do
