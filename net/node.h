@@ -76,6 +76,9 @@ struct Incoming {
   ConnectionPtr connection;  // reply through it
   Message message;
   Payload body;  // 64-byte aligned; TensorRefs in `message` point into it
+  // When the I/O thread had the whole frame (steady clock of this process), so a consumer can
+  // tell time spent waiting in its queue from time on the wire.
+  std::chrono::steady_clock::time_point received_at{};
 };
 
 // Runs on the I/O thread for every message received after the handshake: must be cheap

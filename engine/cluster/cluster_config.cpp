@@ -113,7 +113,7 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
   if (!cl) fail("{}: 'cluster' is missing", source);
   if (!cl.IsMap()) r.fail_at(cl, "cluster must be a mapping");
   r.only_keys(cl, "cluster",
-              {"master", "secret_file", "insecure", "nodes", "connect_timeout", "load_timeout", "registry"});
+              {"master", "secret_file", "insecure", "nodes", "connect_timeout", "load_timeout", "registry", "activations"});
   if (const YAML::Node m = cl["master"]) {
     if (!m.IsMap()) r.fail_at(m, "cluster.master must be a mapping {host, port, control_port}");
     r.only_keys(m, "cluster.master", {"host", "port", "control_port"});
@@ -131,6 +131,11 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
   if (cl["connect_timeout"]) c.connect_timeout_s = r.scalar<double>(cl["connect_timeout"], "cluster.connect_timeout", "seconds");
   if (cl["load_timeout"]) c.load_timeout_s = r.scalar<double>(cl["load_timeout"], "cluster.load_timeout", "seconds");
   if (cl["registry"]) c.registry = r.scalar<std::string>(cl["registry"], "cluster.registry", "etcd://host:port/prefix");
+  if (cl["activations"]) {
+    c.activations = r.scalar<std::string>(cl["activations"], "cluster.activations", "f32, f16 or bf16");
+    if (c.activations != "f32" && c.activations != "f16" && c.activations != "bf16")
+      r.fail_at(cl["activations"], fmt::format("cluster.activations must be f32, f16 or bf16, found '{}'", c.activations));
+  }
   if (c.control_port == 0) c.control_port = static_cast<uint16_t>(c.master_port == 65535 ? 0 : c.master_port + 1);
 
   const YAML::Node nodes = cl["nodes"];

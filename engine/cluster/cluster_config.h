@@ -4,6 +4,7 @@
 //   cluster:
 //     master: { host: 127.0.0.1, port: 8021 } # HTTP API; control_port defaults to port + 1
 //     secret_file: cluster.secret             # or `insecure: true`
+//     activations: f32                        # or f16 / bf16: half the bytes, one rounding per hop
 //     nodes:
 //       - { id: node-01, host: 10.0.0.11, port: 8010, layers: [0, 1], weight: 32 }  # inclusive
 //       - { id: node-02, host: 10.0.0.12, port: 8010, layers: auto, weight: 16 }
@@ -39,6 +40,7 @@ struct ClusterConfig {
   double connect_timeout_s = 30; // connecting to all nodes, with retry and backoff
   double load_timeout_s = 300;   // Prepare → Ready for every node
   std::string registry;          // "" (embedded) or etcd://host:port/prefix
+  std::string activations = "f32";  // on the wire between stages: f32 (exact), f16 or bf16
   bool nodes_auto = false;       // `nodes: auto`
   std::vector<NodeConfig> nodes;
 };

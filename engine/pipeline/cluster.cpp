@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -46,6 +48,16 @@ Cluster::Cluster(const ClusterConfig& config, const ClusterOptions& options) : o
   pool_ = std::make_unique<kernels::ThreadPool>(options.threads > 0 ? options.threads : default_thread_count());
   head_ = std::make_unique<ModelHead>(file_, config_, *pool_);
   n_ctx_ = effective_n_ctx(config_, options.n_ctx);
+  if (options.activations) {
+    activations_ = *options.activations;
+  } else {
+    auto d = parse_activation_dtype(config.activations);
+    if (!d) fail("{}: cluster.activations must be f32, f16 or bf16, found '{}'", config.source, config.activations);
+    activations_ = *d;
+  }
+  if (!is_activation_dtype(activations_))
+    fail("cluster: activations cannot travel as {}", net::to_string(activations_));
+  metrics_.activations = std::string(net::to_string(activations_));
 
   net::NodeOptions no;
   no.node_id = "coordinator";
@@ -59,6 +71,8 @@ Cluster::Cluster(const ClusterConfig& config, const ClusterOptions& options) : o
   node_ = std::make_unique<net::Node>(std::move(no), inbox_.handler());
   connect_all(config);
   load_all(config);
+  metrics_.max_in_flight = layers_.max_in_flight();
+  for (const auto& p : plan_) metrics_.stages.push_back({p.id, 0, 0, 0});
 }
 
 Cluster::~Cluster() {
@@ -138,6 +152,7 @@ void Cluster::load_all(const ClusterConfig& config) {
     p.model_path_hint = config.model;
     p.layer_first = static_cast<uint32_t>(plan_[i].first);
     p.layer_last = static_cast<uint32_t>(plan_[i].last - 1);
+    p.activation_dtype = activations_;
     if (i + 1 < plan_.size()) p.next_hop = net::NextHop{plan_[i + 1].host, plan_[i + 1].port, plan_[i + 1].id};
     p.options = {{kOptionNCtx, std::to_string(n_ctx_)}, {kOptionMaxSequences, std::to_string(options_.max_sequences)}};
     links_[i]->connection->send(p);
@@ -191,6 +206,10 @@ std::vector<StageStats> Cluster::round_trip_stats(const char* what) {
     }
     const size_t i = link_index(in->connection);
     if (i == links_.size()) continue;
+    if (as<net::Hidden>(*in)) {
+      layers_.take(*in);  // a pass in flight finished meanwhile
+      continue;
+    }
     if (const auto* s = as<net::Stats>(*in); s && !got[i]) {
       got[i] = true;
       ++n;
@@ -205,41 +224,148 @@ std::vector<StageStats> Cluster::round_trip_stats(const char* what) {
 
 std::vector<StageStats> Cluster::stats() { return round_trip_stats("stats"); }
 
+ClusterMetrics Cluster::metrics() const {
+  std::lock_guard lock(metrics_mutex_);
+  return metrics_;
+}
+
 void RemoteLayers::forward(const TokenBatch& batch, std::vector<float>& hidden, std::vector<float>& out_rows) {
+  if (!passes_.empty())
+    fail("forward: {} submitted passes are unfinished; finish() them first", passes_.size());
+  submit(batch, hidden);
+  finish(out_rows);
+}
+
+int RemoteLayers::max_in_flight() const {
+  const int n = cluster_.options_.max_in_flight;
+  return n > 0 ? n : std::max(1, static_cast<int>(cluster_.plan_.size()));
+}
+
+void RemoteLayers::fail_all(const std::string& why) {
+  const size_t lost = passes_.size();
+  passes_.clear();
+  {
+    std::lock_guard lock(cluster_.metrics_mutex_);
+    cluster_.metrics_.failed_passes += lost;
+  }
+  if (lost > 1) fail("{} ({} passes in flight lost)", why, lost);
+  fail("{}", why);
+}
+
+void RemoteLayers::submit(const TokenBatch& batch, std::vector<float>& hidden) {
   Cluster& c = cluster_;
   const size_t n_embd = static_cast<size_t>(c.config_.n_embd);
   if (hidden.size() < batch.size() * n_embd)
     fail("forward: hidden has {} floats, the batch needs {}", hidden.size(), batch.size() * n_embd);
-  c.check_links();
-  const uint64_t id = next_micro_batch_++;
-  auto t = make_f32_tensor(hidden.data(), batch.size(), n_embd);
-  if (!c.links_.front()->connection->send(net::Forward{id, to_wire(batch), t.ref}, t.body))
-    fail("forward: cannot send to {}", c.name(0));
-  const auto deadline = Clock::now() + c.options_.request_timeout;
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    auto in = c.next_message(std::max(left, 0ms));
-    if (!in)
-      fail("forward: no result for micro-batch {} from {} within {} ms", id, c.name(c.plan_.size() - 1),
-           c.options_.request_timeout.count());
-    const size_t i = c.link_index(in->connection);
-    if (const auto* e = as<net::ErrorReport>(*in))
-      fail("forward: {} reported: {}", i < c.plan_.size() ? c.name(i) : std::string("a node"), e->message);
-    const auto* h = as<net::Hidden>(*in);
-    if (!h || h->micro_batch_id != id) continue;  // stale replies of an earlier failed request
-    if (h->tokens.size() != batch.n_outputs())
-      fail("forward: {} returned {} rows, expected {}", c.name(i), h->tokens.size(), batch.n_outputs());
-    read_f32_tensor(h->hidden, in->body, h->tokens.size(), n_embd, out_rows, "Hidden");
-    return;
+  if (static_cast<int>(passes_.size()) >= max_in_flight())
+    fail("forward: {} passes are already in flight (max_in_flight {}); finish() one first", passes_.size(),
+         max_in_flight());
+  try {
+    c.check_links();
+  } catch (const std::exception& e) {
+    fail_all(fmt::format("forward: {}", e.what()));
   }
+  Pass p;
+  p.id = next_micro_batch_++;
+  p.n_tokens = batch.size();
+  p.n_outputs = batch.n_outputs();
+  auto t = make_tensor(hidden.data(), batch.size(), n_embd, c.activations_);
+  const double bytes = static_cast<double>(t.ref.bytes);
+  net::Forward f{p.id, to_wire(batch), t.ref};
+  p.sent = Clock::now();
+  if (!c.links_.front()->connection->send(f, std::move(t.body)))
+    fail_all(fmt::format("forward: cannot send micro-batch {} to {}", p.id, c.name(0)));
+  passes_.push_back(std::move(p));
+  std::lock_guard lock(c.metrics_mutex_);
+  c.metrics_.bytes_to_first += bytes;
+}
+
+void RemoteLayers::take(net::Incoming& in) {
+  Cluster& c = cluster_;
+  if (const auto* h = as<net::Hidden>(in)) {
+    for (auto& p : passes_)
+      if (p.id == h->micro_batch_id) {
+        p.reply = std::move(in);
+        return;
+      }
+    return;  // a reply of a pass lost to an earlier failure
+  }
+  if (const auto* e = as<net::ErrorReport>(in)) {
+    const size_t i = c.link_index(in.connection);
+    const std::string who = i < c.plan_.size() ? c.name(i) : std::string("a node");
+    const auto about = micro_batch_of(*e);
+    if (about && std::none_of(passes_.begin(), passes_.end(), [&](const Pass& p) { return p.id == *about; })) {
+      spdlog::debug("ignoring a late error about lost micro-batch {}: {}", *about, e->message);
+      return;
+    }
+    fail_all(fmt::format("forward: {} reported: {}", who, e->message));
+  }
+}
+
+void RemoteLayers::finish(std::vector<float>& out_rows) {
+  Cluster& c = cluster_;
+  if (passes_.empty()) fail("forward: finish() without an unfinished pass");
+  const size_t n_embd = static_cast<size_t>(c.config_.n_embd);
+  while (!passes_.front().reply) {
+    const Pass& oldest = passes_.front();
+    const auto deadline = oldest.sent + c.options_.request_timeout;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    std::optional<net::Incoming> in;
+    try {
+      in = c.next_message(std::max(left, 0ms));
+    } catch (const std::exception& e) {
+      fail_all(fmt::format("forward: {}", e.what()));
+    }
+    if (!in)
+      fail_all(fmt::format("forward: no result for micro-batch {} from {} within {} ms", oldest.id,
+                           c.name(c.plan_.size() - 1), c.options_.request_timeout.count()));
+    take(*in);
+  }
+  Pass p = std::move(passes_.front());
+  passes_.pop_front();
+  const auto& in = *p.reply;
+  const auto& h = std::get<net::Hidden>(in.message);
+  const size_t last = c.plan_.size() - 1;
+  std::vector<StageTiming> timings;
+  try {
+    if (h.tokens.size() != p.n_outputs)
+      fail("{} returned {} rows for micro-batch {}, expected {}", c.name(last), h.tokens.size(), p.id, p.n_outputs);
+    read_tensor(h.hidden, in.body, h.tokens.size(), n_embd, out_rows, "Hidden");
+    timings = read_timings(h.hidden, in.body, "Hidden");
+    if (timings.size() != c.plan_.size())
+      fail("{}: Hidden of micro-batch {} lists {} stage timings, the chain has {} stages", c.name(last), p.id,
+           timings.size(), c.plan_.size());
+  } catch (const std::exception& e) {
+    fail_all(fmt::format("forward: {}", e.what()));
+  }
+  const auto received = in.received_at == Clock::time_point{} ? Clock::now() : in.received_at;
+  const double rtt = std::chrono::duration<double, std::milli>(received - p.sent).count();
+  std::lock_guard lock(c.metrics_mutex_);
+  auto& m = c.metrics_;
+  ++m.passes;
+  m.tokens += p.n_tokens;
+  m.round_trip_ms += rtt;
+  double residence = 0;
+  for (size_t i = 0; i < timings.size(); ++i) {
+    m.stages[i].compute_ms += timings[i].compute_ms;
+    m.stages[i].residence_ms += timings[i].residence_ms;
+    m.stages[i].bytes_out += timings[i].bytes_out;
+    residence += timings[i].residence_ms;
+  }
+  m.network_ms += std::max(0.0, rtt - residence);
 }
 
 void RemoteLayers::reset_sequence(uint64_t seq_id) {
   Cluster& c = cluster_;
   if (seq_id > std::numeric_limits<uint32_t>::max()) fail("sequence id {} does not fit the wire's 32 bits", seq_id);
-  c.check_links();
-  for (auto& l : c.links_) l->connection->send(net::ResetSequence{{static_cast<uint32_t>(seq_id)}, false});
-  c.round_trip_stats("reset_sequence");  // each node answers in order: the reset is applied
+  try {
+    c.check_links();
+  } catch (const std::exception& e) {
+    if (!passes_.empty()) fail_all(fmt::format("reset_sequence: {}", e.what()));
+    throw;
+  }
+  if (!c.links_.front()->connection->send(net::ResetSequence{{static_cast<uint32_t>(seq_id)}, false}))
+    fail("reset_sequence: cannot send to {}", c.name(0));
 }
 
 int64_t RemoteLayers::n_ctx() const { return cluster_.n_ctx_; }

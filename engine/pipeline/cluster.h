@@ -3,15 +3,20 @@
 // connects to every engine-worker and loads them as one transaction (Prepare to all -> Ready
 // from all -> Commit; any Failed, closed connection or timeout -> Rollback to all and a
 // baton::Error naming the node(s) and why). Its RemoteLayers runs forward passes along the
-// chain of workers, so the Generator and the bench work unchanged on a cluster.
+// chain of workers, so the Generator and the bench work unchanged on a cluster; its
+// submit()/finish() keep several micro-batches in the chain at once (the serving scheduler).
 //
-// Not thread-safe: one forward / reset / stats request at a time (RemoteLayers waits for each).
+// Not thread-safe: forward / submit / finish / reset / stats() from one thread at a time;
+// metrics() alone may be called from any thread.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +37,9 @@ struct ClusterOptions {
   int64_t n_ctx = 0;       // <= 0: the model's, capped at 4096; sent to every worker
   int max_sequences = 1;   // KV cache slots on every worker
   std::chrono::milliseconds request_timeout{300000};  // one forward pass through the chain
+  int max_in_flight = 0;   // RemoteLayers passes in flight; <= 0: one per stage
+  // Activations on the wire; nullopt: the YAML's cluster.activations (default f32, exact).
+  std::optional<net::DType> activations;
 };
 
 // One worker's counters (Stats reply), cumulative since it started.
@@ -40,21 +48,66 @@ struct StageStats {
   std::map<std::string, double> values;  // compute_ms, forwards, tokens, bytes_in, bytes_out
 };
 
+// Measured on the coordinator from the passes it completed (cumulative since the load), with
+// each stage's own figures from the Hidden timing trailer (engine/pipeline/wire.h). Every
+// duration is a difference of two readings of one machine's clock.
+struct StageMetrics {
+  std::string node_id;
+  double compute_ms = 0;    // its layers
+  double residence_ms = 0;  // frame received -> result handed to the connection (queue + compute + encode)
+  double bytes_out = 0;     // activation bytes it sent (to the next stage, or Hidden to the coordinator)
+};
+struct ClusterMetrics {
+  uint64_t passes = 0;           // completed forward passes
+  uint64_t tokens = 0;           // their tokens
+  uint64_t failed_passes = 0;    // lost to an error
+  double round_trip_ms = 0;      // coordinator: Forward handed to the connection -> Hidden received
+  double network_ms = 0;         // round trip - sum of stage residences: all hops, wire + (de)serialisation
+  double bytes_to_first = 0;     // activation bytes coordinator -> first stage
+  std::vector<StageMetrics> stages;  // plan order
+  std::string activations;       // "f32", "f16" or "bf16"
+  int max_in_flight = 1;
+};
+
 class Cluster;
 
 class RemoteLayers : public LayerRunner {
  public:
   explicit RemoteLayers(Cluster& cluster) : cluster_(cluster) {}
-  // Sends the batch to the first stage and waits for the last stage's Hidden. Throws
-  // baton::Error naming the node on an ErrorReport, a closed connection or the timeout.
+  // submit() + finish(); refused while submitted passes are unfinished.
   void forward(const TokenBatch& batch, std::vector<float>& hidden, std::vector<float>& out_rows) override;
-  // ResetSequence to every node, acknowledged (waits until every node has applied it).
+  // ResetSequence to the first stage; every stage applies it and passes it on along the chain,
+  // ordered with the Forwards: it takes effect after every pass submitted before it and before
+  // every pass submitted after it, at every stage. Does not wait (no round trip).
   void reset_sequence(uint64_t seq_id) override;
   int64_t n_ctx() const override;
 
+  // Sends a Forward (micro-batch id = a counter) to the first stage without waiting.
+  // finish() waits for the oldest pass's Hidden (replies are matched by id; the chain keeps
+  // them in order). A closed connection, an ErrorReport about an unfinished pass, or the
+  // request timeout of the oldest pass throws baton::Error naming the node, and every
+  // unfinished pass is lost.
+  int max_in_flight() const override;
+  void submit(const TokenBatch& batch, std::vector<float>& hidden) override;
+  void finish(std::vector<float>& out_rows) override;
+  size_t in_flight() const { return passes_.size(); }
+
  private:
+  friend class Cluster;
+  struct Pass {
+    uint64_t id = 0;
+    size_t n_tokens = 0, n_outputs = 0;
+    std::chrono::steady_clock::time_point sent;
+    std::optional<net::Incoming> reply;  // its Hidden, once arrived
+  };
+  // Files a Hidden with its pass (drops stale ones); an ErrorReport about an unfinished pass
+  // (or about none in particular) fails them all.
+  void take(net::Incoming& in);
+  [[noreturn]] void fail_all(const std::string& why);
+
   Cluster& cluster_;
   uint64_t next_micro_batch_ = 1;
+  std::deque<Pass> passes_;
 };
 
 class Cluster {
@@ -76,6 +129,9 @@ class Cluster {
 
   // Asks every node for its counters (in plan order).
   std::vector<StageStats> stats();
+  // The coordinator's measurements; thread-safe, no network.
+  ClusterMetrics metrics() const;
+  net::DType activations() const { return activations_; }
 
  private:
   friend class RemoteLayers;
@@ -93,6 +149,9 @@ class Cluster {
   std::vector<StageStats> round_trip_stats(const char* what);
 
   ClusterOptions options_;
+  net::DType activations_ = net::DType::kF32;
+  mutable std::mutex metrics_mutex_;
+  ClusterMetrics metrics_;
   std::vector<NodePlan> plan_;
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig config_;

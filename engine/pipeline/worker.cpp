@@ -25,6 +25,7 @@ struct Worker::Load {
   net::ConnectionPtr coordinator;
   net::ConnectionPtr next;  // nullptr: last stage
   std::string next_name;
+  net::DType activations = net::DType::kF32;  // what this stage sends on
 };
 
 Worker::Worker(WorkerOptions options) : options_(std::move(options)) {
@@ -104,17 +105,25 @@ void Worker::handle(net::Incoming& in) {
         } else if constexpr (std::is_same_v<T, net::Rollback>) {
           if (load_ && load_->load_id == m.load_id) release("rollback");
         } else if constexpr (std::is_same_v<T, net::Forward>) {
-          on_forward(m, in.body, from);
+          on_forward(m, in.body, from,
+                     in.received_at == Clock::time_point{} ? Clock::now() : in.received_at);
         } else if constexpr (std::is_same_v<T, net::ResetSequence>) {
+          // Applied here, then passed along the chain on the same connection as the Forwards,
+          // so it reaches every stage after the passes sent before it and before those after.
           if (load_ && load_->stage) {
             if (m.all)
               load_->stage->reset_all();
             else
               for (uint32_t id : m.seq_ids) load_->stage->reset_sequence(id);
+            if (load_->next && !load_->next->send(m))
+              report(from, static_cast<uint32_t>(ErrorCode::kNextHop),
+                     fmt::format("node {}: cannot pass ResetSequence to next hop {}", options_.node_id,
+                                 load_->next_name));
           }
         } else if constexpr (std::is_same_v<T, net::StatsRequest>) {
           net::Stats s;
           s.entries = {{"compute_ms", compute_ms_},
+                       {"busy_ms", busy_ms_},
                        {"forwards", static_cast<double>(forwards_)},
                        {"tokens", static_cast<double>(tokens_)},
                        {"bytes_in", static_cast<double>(bytes_in_)},
@@ -142,6 +151,11 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
       file_ = gguf::GgufFile::open(options_.model_path);
       identity_ = gguf::model_identity(*file_);
     }
+    if (!is_activation_dtype(p.activation_dtype)) {
+      refuse(fmt::format("node {}: activations cannot travel as {}", options_.node_id,
+                         net::to_string(p.activation_dtype)));
+      return;
+    }
     if (identity_ != p.model_identity) {
       refuse(fmt::format("node {} has model {} with identity {}, the coordinator's model has identity {}",
                          options_.node_id, options_.model_path, identity_, p.model_identity));
@@ -160,6 +174,7 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
     load->config = ModelConfig::from_metadata(file_->metadata());
     load->stage = std::make_unique<Stage>(file_, load->config, p.layer_first, int64_t{p.layer_last} + 1, so, *pool_);
     load->coordinator = from;
+    load->activations = p.activation_dtype;
     if (p.next_hop) {
       load->next_name = fmt::format("{} ({}:{})", p.next_hop->node_id, p.next_hop->host, p.next_hop->port);
       net::ConnectOptions co;
@@ -182,7 +197,8 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
   }
 }
 
-void Worker::on_forward(const net::Forward& f, const net::Payload& body, const net::ConnectionPtr& from) {
+void Worker::on_forward(const net::Forward& f, const net::Payload& body, const net::ConnectionPtr& from,
+                        Clock::time_point received_at) {
   if (!load_ || !load_->committed) {
     report(from, static_cast<uint32_t>(ErrorCode::kNotServing),
            fmt::format("node {}: Forward of micro-batch {} before a committed load", options_.node_id,
@@ -191,9 +207,12 @@ void Worker::on_forward(const net::Forward& f, const net::Payload& body, const n
   }
   const size_t n_embd = static_cast<size_t>(load_->config.n_embd);
   TokenBatch batch;
+  std::vector<StageTiming> timings;
   try {
     batch = from_wire(f.tokens);
-    read_f32_tensor(f.hidden, body, f.tokens.size(), n_embd, hidden_, "Forward");
+    read_tensor(f.hidden, body, f.tokens.size(), n_embd, hidden_, "Forward");
+    timings = read_timings(f.hidden, body, "Forward");
+    if (timings.size() >= kMaxTimings) fail("Forward: the timing trailer already lists {} stages", timings.size());
   } catch (const std::exception& e) {
     report(from, static_cast<uint32_t>(ErrorCode::kBadRequest),
            fmt::format("node {}: micro-batch {} refused: {}", options_.node_id, f.micro_batch_id, e.what()));
@@ -207,13 +226,21 @@ void Worker::on_forward(const net::Forward& f, const net::Payload& body, const n
            fmt::format("node {}: micro-batch {} failed: {}", options_.node_id, f.micro_batch_id, e.what()));
     return;
   }
-  compute_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  const double compute_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  compute_ms_ += compute_ms;
   ++forwards_;
   tokens_ += batch.size();
-  bytes_in_ += body.size();
+  bytes_in_ += f.hidden.bytes;
+  // Residence is measured up to the hand-over to the connection, so it includes the encoding.
+  auto finish_timing = [&](size_t rows) {
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - received_at).count();
+    busy_ms_ += ms;
+    timings.push_back({ms, compute_ms, static_cast<double>(rows * n_embd * net::dtype_size(load_->activations))});
+    bytes_out_ += rows * n_embd * net::dtype_size(load_->activations);
+  };
   if (load_->next) {
-    auto t = make_f32_tensor(hidden_.data(), batch.size(), n_embd);
-    bytes_out_ += t.body.size();
+    finish_timing(batch.size());
+    auto t = make_tensor(hidden_.data(), batch.size(), n_embd, load_->activations, timings);
     if (!load_->next->send(net::Forward{f.micro_batch_id, f.tokens, t.ref}, t.body))
       report(from, static_cast<uint32_t>(ErrorCode::kNextHop),
              fmt::format("node {}: cannot send micro-batch {} to next hop {}: {}", options_.node_id,
@@ -226,9 +253,9 @@ void Worker::on_forward(const net::Forward& f, const net::Payload& body, const n
   h.micro_batch_id = f.micro_batch_id;
   for (const auto& t : f.tokens)
     if (t.output) h.tokens.push_back(t);
-  auto t = make_f32_tensor(out_rows_.data(), h.tokens.size(), n_embd);
+  finish_timing(h.tokens.size());
+  auto t = make_tensor(out_rows_.data(), h.tokens.size(), n_embd, load_->activations, timings);
   h.hidden = t.ref;
-  bytes_out_ += t.body.size();
   load_->coordinator->send(h, t.body);
 }
 

@@ -6,14 +6,16 @@
 // Threads: the net::Node's I/O thread only queues messages into an Inbox; one worker thread
 // pops them in arrival order and does everything else (loading, compute, replies). Because
 // the inbox keeps filling while the worker computes, consecutive micro-batches pipeline across
-// stages. Requests are answered in order per worker, so a StatsRequest after a ResetSequence
-// doubles as an acknowledgement of the reset.
+// stages (receive the next / compute this one / the I/O thread sends the previous). Requests
+// are handled in arrival order; ResetSequence is applied and passed to the next hop, so it
+// stays ordered with the Forwards along the whole chain.
 //
 // Errors: a refused load is a Failed{reason}; a refused Forward is an ErrorReport naming this
 // node, sent to the coordinator (the connection the Prepare came on); the worker keeps serving.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -55,7 +57,8 @@ class Worker {
   void run();
   void handle(net::Incoming& in);
   void on_prepare(const net::Prepare& p, const net::ConnectionPtr& from);
-  void on_forward(const net::Forward& f, const net::Payload& body, const net::ConnectionPtr& from);
+  void on_forward(const net::Forward& f, const net::Payload& body, const net::ConnectionPtr& from,
+                  std::chrono::steady_clock::time_point received_at);
   void release(const char* why);
   void report(const net::ConnectionPtr& from, uint32_t code, const std::string& message);
 
@@ -72,7 +75,7 @@ class Worker {
   std::unique_ptr<kernels::ThreadPool> pool_;
   std::unique_ptr<Load> load_;
   std::vector<float> hidden_, out_rows_;
-  double compute_ms_ = 0;
+  double compute_ms_ = 0, busy_ms_ = 0;  // busy: frame received -> result sent, summed
   uint64_t forwards_ = 0, tokens_ = 0, bytes_in_ = 0, bytes_out_ = 0;
 };
 

@@ -121,7 +121,7 @@ asio::awaitable<void> Session::reader() {
     }
     try {
       config_.on_message(Incoming{shared_from_this(), std::move(frame->message),
-                                  std::move(frame->body)});
+                                  std::move(frame->body), std::chrono::steady_clock::now()});
     } catch (const std::exception& e) {
       record_close({CloseKind::kLocal,
                     fmt::format("the message handler threw on a message from {}: {}", who(),
