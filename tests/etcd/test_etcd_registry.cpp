@@ -1,7 +1,8 @@
 // EtcdRegistry and EtcdClient against a real etcd on 127.0.0.1 (etcd_server.h). Every test
 // case uses its own key prefix, so they also pass when the binary runs them in one process.
-#include <catch2/catch.hpp>
+#include <httplib.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
 #include <thread>
@@ -199,6 +200,28 @@ TEST_CASE("etcd registry: wait_for_change wakes on put and delete, times out oth
   del.get();
   REQUIRE(changed.has_value());
   CHECK(changed->empty());
+}
+
+TEST_CASE("etcd registry: a compacted watch start revision counts as a change") {
+  REQUIRE_ETCD(etcd);
+  auto worker = EtcdRegistry::open(etcd->url("t-compact"));
+  auto coordinator = EtcdRegistry::open(etcd->url("t-compact"));
+  CHECK(coordinator->list().empty());  // remembers revision R
+  worker->announce(node("w1", 9101), 10s);
+  worker->announce(node("w1", 9101, 7), 10s);
+  EtcdClient raw("127.0.0.1", etcd->client_port());
+  int64_t now = raw.range_key("/t-compact/nodes/w1").revision;
+  httplib::Client http("127.0.0.1", etcd->client_port());
+  auto res = http.Post("/v3/kv/compaction", "{\"revision\": \"" + std::to_string(now) + "\"}",
+                       "application/json");
+  REQUIRE(res);
+  REQUIRE(res->status == 200);
+  auto t0 = Clock::now();
+  auto changed = coordinator->wait_for_change(5s);  // watch from R + 1 < compacted revision
+  REQUIRE(changed.has_value());
+  CHECK(changed->at(0).memory_free == 7);
+  CHECK(seconds_since(t0) < 1);
+  worker->withdraw();
 }
 
 TEST_CASE("etcd registry: two workers and one coordinator") {
