@@ -41,7 +41,7 @@ void attend(const AttentionTask& t) {
         vs = std::exp(s - M);
       }
       for (int64_t d = 0; d < D; ++d) v16[d] = fp32_to_fp16(std::fma(fp16_to_fp32(vr[d]), vs, fp16_to_fp32(v16[d])));
-      S = S * ms + vs;
+      S = std::fma(S, ms, vs);
     }
 
     const float inv = S == 0.0f ? 0.0f : 1.0f / S;

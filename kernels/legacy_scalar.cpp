@@ -261,59 +261,69 @@ void dequantize_q8_1(const void* src, float* dst, int64_t n) {
   }
 }
 
-// ---- dot products: integer sums per block, scaled and summed in float as ggml does ----
+// ---- dot products: llama.cpp's x86 order (tinyBLAS_Q0_AVX for batches, ggml_vec_dot_*_q8_*
+// for single tokens: the same arithmetic) ----
+// Per block, 8 "lanes": lane i is the exact integer sum of the products of elements 4i..4i+3
+// (weight value without its min, times the activation quant), converted to float;
+// acc[i] = fma(d_w * d_a, lane_i, acc[i]) over the blocks in order; the result is
+// hsum8(acc) = ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)). Types with a min (Q4_1, Q5_1) add
+// summs = sum over blocks (in order) of m_w * s_a (product rounded, then added) after the hsum.
 namespace {
 
-// Weight value j of a block without its offset/min: q for Q4_0 is nibble-8 etc.
 struct DotQ4_0 {
   using W = BlockQ4_0;
   using A = BlockQ8_0;
-  static float block(const W& w, const A& a) {
-    int sumi = 0;
-    for (int j = 0; j < kQK; ++j) sumi += (nibble(w.qs, j) - 8) * a.qs[j];
-    return static_cast<float>(sumi) * fp16_to_fp32(w.d) * fp16_to_fp32(a.d);
-  }
+  static constexpr bool kMin = false;
+  static int value(const W& w, int j) { return nibble(w.qs, j) - 8; }
 };
 struct DotQ5_0 {
   using W = BlockQ5_0;
   using A = BlockQ8_0;
-  static float block(const W& w, const A& a) {
-    const uint32_t qh = load_qh(w.qh);
-    int sumi = 0;
-    for (int j = 0; j < kQK; ++j) sumi += ((nibble(w.qs, j) | fifth_bit(qh, j)) - 16) * a.qs[j];
-    return static_cast<float>(sumi) * fp16_to_fp32(w.d) * fp16_to_fp32(a.d);
-  }
+  static constexpr bool kMin = false;
+  static int value(const W& w, int j) { return (nibble(w.qs, j) | fifth_bit(load_qh(w.qh), j)) - 16; }
 };
 struct DotQ8_0 {
   using W = BlockQ8_0;
   using A = BlockQ8_0;
-  static float block(const W& w, const A& a) {
-    int sumi = 0;
-    for (int j = 0; j < kQK; ++j) sumi += w.qs[j] * a.qs[j];
-    return static_cast<float>(sumi) * fp16_to_fp32(w.d) * fp16_to_fp32(a.d);
-  }
+  static constexpr bool kMin = false;
+  static int value(const W& w, int j) { return w.qs[j]; }
 };
 struct DotQ4_1 {
   using W = BlockQ4_1;
   using A = BlockQ8_1;
-  static float block(const W& w, const A& a) {
-    int sumi = 0;
-    for (int j = 0; j < kQK; ++j) sumi += nibble(w.qs, j) * a.qs[j];
-    return fp16_to_fp32(w.d) * fp16_to_fp32(a.d) * static_cast<float>(sumi) +
-           fp16_to_fp32(w.m) * fp16_to_fp32(a.s);
-  }
+  static constexpr bool kMin = true;
+  static int value(const W& w, int j) { return nibble(w.qs, j); }
 };
 struct DotQ5_1 {
   using W = BlockQ5_1;
   using A = BlockQ8_1;
-  static float block(const W& w, const A& a) {
-    const uint32_t qh = load_qh(w.qh);
-    int sumi = 0;
-    for (int j = 0; j < kQK; ++j) sumi += (nibble(w.qs, j) | fifth_bit(qh, j)) * a.qs[j];
-    return fp16_to_fp32(w.d) * fp16_to_fp32(a.d) * static_cast<float>(sumi) +
-           fp16_to_fp32(w.m) * fp16_to_fp32(a.s);
-  }
+  static constexpr bool kMin = true;
+  static int value(const W& w, int j) { return nibble(w.qs, j) | fifth_bit(load_qh(w.qh), j); }
 };
+
+// The fixed horizontal sum of 8 lanes (hi128 + lo128, then movehl, then movehdup).
+float hsum8(const float* l) {
+  const float s0 = l[0] + l[4], s1 = l[1] + l[5], s2 = l[2] + l[6], s3 = l[3] + l[7];
+  return (s0 + s2) + (s1 + s3);
+}
+
+template <class Dot>
+float dot_row(int64_t nb, const uint8_t* wr, const uint8_t* at) {
+  float acc[8] = {};
+  float summs = 0.0f;
+  for (int64_t i = 0; i < nb; ++i) {
+    const auto w = load_block<typename Dot::W>(wr, i);
+    const auto a = load_block<typename Dot::A>(at, i);
+    const float d = fp16_to_fp32(w.d) * fp16_to_fp32(a.d);
+    for (int l = 0; l < 8; ++l) {
+      int sumi = 0;
+      for (int j = 4 * l; j < 4 * l + 4; ++j) sumi += Dot::value(w, j) * a.qs[j];
+      acc[l] = std::fma(d, static_cast<float>(sumi), acc[l]);
+    }
+    if constexpr (Dot::kMin) summs += fp16_to_fp32(w.m) * fp16_to_fp32(a.s);
+  }
+  return hsum8(acc) + summs;
+}
 
 template <class Dot>
 void gemm_blocks(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
@@ -321,15 +331,9 @@ void gemm_blocks(int64_t k, const void* w, size_t w_stride, int64_t n_rows, cons
   const int64_t nb = k / kQK;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
-  for (int64_t t = 0; t < n_tok; ++t) {
-    for (int64_t r = 0; r < n_rows; ++r) {
-      float sum = 0.0f;
-      for (int64_t i = 0; i < nb; ++i)
-        sum += Dot::block(load_block<typename Dot::W>(wb + r * w_stride, i),
-                          load_block<typename Dot::A>(ab + t * a_stride, i));
-      out[t * out_stride + r] = sum;
-    }
-  }
+  for (int64_t t = 0; t < n_tok; ++t)
+    for (int64_t r = 0; r < n_rows; ++r)
+      out[t * out_stride + r] = dot_row<Dot>(nb, wb + r * w_stride, ab + t * a_stride);
 }
 
 }  // namespace

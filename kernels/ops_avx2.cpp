@@ -3,6 +3,7 @@
 // functions (std::sqrt ...) here: an AVX2 copy of one could replace the generic one at link time.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "kernels/ops_internal.h"
@@ -88,13 +89,47 @@ void silu(const float* x, float* y, int64_t n) {
   if (n8 < n) store_tail(y + n8, silu_ps(load_tail(x + n8, n - n8)), n - n8);
 }
 
-void swiglu(const float* gate, const float* up, float* y, int64_t n) {
-  const int64_t n8 = n / 8 * 8;
-  for (int64_t i = 0; i < n8; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_mul_ps(silu_ps(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
-  if (n8 < n)
-    store_tail(y + n8, _mm256_mul_ps(silu_ps(load_tail(gate + n8, n - n8)), load_tail(up + n8, n - n8)), n - n8);
+// ggml's AVX2 ggml_v_expf, lane for lane (see scalar::swiglu_ggml for the definition).
+__m256 ggml_v_expf(__m256 x) {
+  const __m256 r = _mm256_set1_ps(0x1.8p23f);
+  const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
+  const __m256 n = _mm256_sub_ps(z, r);
+  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+  const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1))));
+  const __m256 abs_n = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+  const __m256 c = _mm256_cmp_ps(abs_n, _mm256_set1_ps(126), _CMP_GT_OQ);
+  const __m256 u = _mm256_mul_ps(b, b);
+  const __m256 j = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+  const __m256 plain = _mm256_fmadd_ps(k, j, k);
+  if (!_mm256_movemask_ps(c)) return plain;
+  const __m256i g = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ)),
+                                     _mm256_set1_epi32(static_cast<int>(0x82000000u)));
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_add_epi32(g, _mm256_set1_epi32(0x7f000000)));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_sub_epi32(e, g));
+  const __m256 d = _mm256_cmp_ps(abs_n, _mm256_set1_ps(192), _CMP_GT_OQ);
+  const __m256 scaled = _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1);
+  return _mm256_blendv_ps(_mm256_blendv_ps(plain, scaled, c), _mm256_mul_ps(s1, s1), d);
 }
+
+}  // namespace
+
+void swiglu_ggml(const float* gate, const float* up, float* y, int64_t n) {
+  const int64_t n8 = n / 8 * 8;
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (int64_t i = 0; i < n8; i += 8) {
+    const __m256 x = _mm256_loadu_ps(gate + i);
+    const __m256 e = ggml_v_expf(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+  }
+  if (n8 < n) scalar::swiglu_ggml(gate + n8, up + n8, y + n8, n - n8);
+}
+
+namespace {
 
 void add(const float* a, const float* b, float* y, int64_t n) {
   int64_t i = 0;
@@ -139,7 +174,11 @@ void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
   }
 }
 
-void rope_rotate(const float* cache, float* x, int64_t n_rot, bool neox) {
+}  // namespace
+
+// As ggml's rope (rotate_pairs) compiled with FMA contraction: x0' = fma(x0, c, -(x1·s)),
+// x1' = fma(x0, s, x1·c); bitwise the scalar reference. The AVX-512 table uses it too.
+void rope_rotate_ggml(const float* cache, float* x, int64_t n_rot, bool neox) {
   const int64_t half = n_rot / 2;
   const float* cos = cache;
   const float* sin = cache + half;
@@ -148,35 +187,38 @@ void rope_rotate(const float* cache, float* x, int64_t n_rot, bool neox) {
     for (; i + 8 <= half; i += 8) {
       const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + half);
       const __m256 c = _mm256_loadu_ps(cos + i), s = _mm256_loadu_ps(sin + i);
-      _mm256_storeu_ps(x + i, _mm256_sub_ps(_mm256_mul_ps(x0, c), _mm256_mul_ps(x1, s)));
-      _mm256_storeu_ps(x + i + half, _mm256_add_ps(_mm256_mul_ps(x0, s), _mm256_mul_ps(x1, c)));
+      _mm256_storeu_ps(x + i, _mm256_fmsub_ps(x0, c, _mm256_mul_ps(x1, s)));
+      _mm256_storeu_ps(x + i + half, _mm256_fmadd_ps(x0, s, _mm256_mul_ps(x1, c)));
     }
     for (; i < half; ++i) {
       const float x0 = x[i], x1 = x[i + half];
-      x[i] = x0 * cos[i] - x1 * sin[i];
-      x[i + half] = x0 * sin[i] + x1 * cos[i];
+      x[i] = std::fma(x0, cos[i], -(x1 * sin[i]));
+      x[i + half] = std::fma(x0, sin[i], x1 * cos[i]);
     }
   } else {
     for (; i + 4 <= half; i += 4) {
       const __m128 c4 = _mm_loadu_ps(cos + i), s4 = _mm_loadu_ps(sin + i);
       const __m256 c = _mm256_set_m128(_mm_unpackhi_ps(c4, c4), _mm_unpacklo_ps(c4, c4));
       const __m256 s = _mm256_set_m128(_mm_unpackhi_ps(s4, s4), _mm_unpacklo_ps(s4, s4));
-      const __m256 v = _mm256_loadu_ps(x + 2 * i);
-      const __m256 swapped = _mm256_permute_ps(v, 0xB1);
-      // even lanes x0·c − x1·s, odd lanes x1·c + x0·s
-      _mm256_storeu_ps(x + 2 * i, _mm256_addsub_ps(_mm256_mul_ps(v, c), _mm256_mul_ps(swapped, s)));
+      const __m256 v = _mm256_loadu_ps(x + 2 * i);           // x0, x1, ...
+      const __m256 sw = _mm256_permute_ps(v, 0xB1);          // x1, x0, ...
+      const __m256 even = _mm256_fmsub_ps(v, c, _mm256_mul_ps(sw, s));   // x0·c − x1·s
+      const __m256 odd = _mm256_fmadd_ps(sw, s, _mm256_mul_ps(v, c));    // x0·s + x1·c
+      _mm256_storeu_ps(x + 2 * i, _mm256_blend_ps(even, odd, 0xAA));
     }
     for (; i < half; ++i) {
       const float x0 = x[2 * i], x1 = x[2 * i + 1];
-      x[2 * i] = x0 * cos[i] - x1 * sin[i];
-      x[2 * i + 1] = x0 * sin[i] + x1 * cos[i];
+      x[2 * i] = std::fma(x0, cos[i], -(x1 * sin[i]));
+      x[2 * i + 1] = std::fma(x0, sin[i], x1 * cos[i]);
     }
   }
 }
 
+namespace {
+
 }  // namespace
 
-const OpsTable kOpsTable{Isa::kAvx2, rms_norm, softmax,    silu,       swiglu,     detail::gelu_by_table, add,
-                         mul,        scale,    f32_to_f16, f16_to_f32, rope_rotate};
+const OpsTable kOpsTable{Isa::kAvx2, rms_norm, softmax,    silu,       swiglu_ggml,     detail::gelu_by_table, add,
+                         mul,        scale,    f32_to_f16, f16_to_f32, rope_rotate_ggml};
 
 }  // namespace baton::kernels::avx2

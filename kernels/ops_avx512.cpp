@@ -73,14 +73,6 @@ void silu(const float* x, float* y, int64_t n) {
   }
 }
 
-void swiglu(const float* gate, const float* up, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? __mmask16(0xFFFF) : tail_mask(n - i);
-    const __m512 g = silu_ps(_mm512_maskz_loadu_ps(m, gate + i));
-    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(g, _mm512_maskz_loadu_ps(m, up + i)));
-  }
-}
-
 void add(const float* a, const float* b, float* y, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = n - i >= 16 ? __mmask16(0xFFFF) : tail_mask(n - i);
@@ -118,40 +110,10 @@ void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
   }
 }
 
-void rope_rotate(const float* cache, float* x, int64_t n_rot, bool neox) {
-  const int64_t half = n_rot / 2;
-  const float* cos = cache;
-  const float* sin = cache + half;
-  if (neox) {
-    for (int64_t i = 0; i < half; i += 16) {
-      const __mmask16 m = half - i >= 16 ? __mmask16(0xFFFF) : tail_mask(half - i);
-      const __m512 x0 = _mm512_maskz_loadu_ps(m, x + i), x1 = _mm512_maskz_loadu_ps(m, x + i + half);
-      const __m512 c = _mm512_maskz_loadu_ps(m, cos + i), s = _mm512_maskz_loadu_ps(m, sin + i);
-      _mm512_mask_storeu_ps(x + i, m, _mm512_sub_ps(_mm512_mul_ps(x0, c), _mm512_mul_ps(x1, s)));
-      _mm512_mask_storeu_ps(x + i + half, m, _mm512_add_ps(_mm512_mul_ps(x0, s), _mm512_mul_ps(x1, c)));
-    }
-  } else {
-    // 8 pairs (16 floats) per step; cos/sin duplicated into both lanes of each pair.
-    const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
-    const __m512 sign = _mm512_set_ps(1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1);
-    for (int64_t i = 0; i < half; i += 8) {
-      const int64_t pairs = half - i >= 8 ? 8 : half - i;
-      const __mmask8 mh = static_cast<__mmask8>((1u << pairs) - 1);
-      const __mmask16 m = static_cast<__mmask16>((1u << (2 * pairs)) - 1);
-      const __m512 c = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_maskz_loadu_ps(mh, cos + i)));
-      const __m512 s = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_maskz_loadu_ps(mh, sin + i)));
-      const __m512 v = _mm512_maskz_loadu_ps(m, x + 2 * i);
-      const __m512 swapped = _mm512_permute_ps(v, 0xB1);
-      // even lanes x0·c − x1·s, odd lanes x1·c + x0·s (the sign flip is exact)
-      const __m512 r = _mm512_add_ps(_mm512_mul_ps(v, c), _mm512_mul_ps(_mm512_mul_ps(swapped, s), sign));
-      _mm512_mask_storeu_ps(x + 2 * i, m, r);
-    }
-  }
-}
 
 }  // namespace
 
-const OpsTable kOpsTable{Isa::kAvx512, rms_norm, softmax,    silu,       swiglu,     detail::gelu_by_table, add,
-                         mul,          scale,    f32_to_f16, f16_to_f32, rope_rotate};
+const OpsTable kOpsTable{Isa::kAvx512, rms_norm, softmax,    silu,       avx2::swiglu_ggml,     detail::gelu_by_table, add,
+                         mul,          scale,    f32_to_f16, f16_to_f32, avx2::rope_rotate_ggml};
 
 }  // namespace baton::kernels::avx512

@@ -20,8 +20,19 @@
 
 namespace baton::kernels {
 
-namespace scalar { extern const OpsTable kOpsTable; }
-namespace avx2 { extern const OpsTable kOpsTable; }
+namespace scalar {
+extern const OpsTable kOpsTable;
+// SwiGLU exactly as ggml_vec_swiglu_f32 of an AVX2 build (ggml_v_silu on groups of 8, libm expf
+// on the n mod 8 tail): the definition every ISA's swiglu reproduces bit for bit.
+void swiglu_ggml(const float* gate, const float* up, float* y, int64_t n);
+}  // namespace scalar
+namespace avx2 {
+extern const OpsTable kOpsTable;
+// scalar::swiglu_ggml with AVX2 (bitwise equal); the AVX-512 table uses it too.
+void swiglu_ggml(const float* gate, const float* up, float* y, int64_t n);
+// The scalar rope_rotate (ggml's rotate_pairs with FMA contraction) with AVX2, bitwise equal.
+void rope_rotate_ggml(const float* cache, float* x, int64_t n_rot, bool neox);
+}  // namespace avx2
 namespace avx512 { extern const OpsTable kOpsTable; }
 
 namespace detail {

@@ -54,9 +54,54 @@ void silu(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = silu1(x[i]);
 }
 
-void swiglu(const float* gate, const float* up, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = silu1(gate[i]) * up[i];
+uint32_t bits_of(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
 }
+float float_of(uint32_t u) {
+  float v;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+// One lane of ggml's AVX2 ggml_v_expf (ARM optimized-routines expf: x = n·ln2 + b, a degree-5
+// polynomial in b, scaled by 2^n through the exponent bits; special scaling for |n| > 126).
+float ggml_v_expf1(float x) {
+  const float r = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const uint32_t e = bits_of(z) << 23;
+  const float k = float_of(e + bits_of(1.0f));
+  const float u = b * b;
+  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                           u, 0x1.ffffecp-1f * b);
+  if (!(std::fabs(n) > 126.0f)) return std::fma(k, j, k);
+  const uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
+  const float s1 = float_of(g + 0x7f000000u);
+  const float s2 = float_of(e - g);
+  if (std::fabs(n) > 192.0f) return s1 * s1;
+  return std::fma(s2, j, s2) * s1;
+}
+
+}  // namespace
+
+// ggml_vec_swiglu_f32 of an AVX2 build: groups of 8 through ggml_v_silu (x / (1 + v_expf(0 - x)))
+// times up; the n mod 8 tail with libm expf.
+void swiglu_ggml(const float* gate, const float* up, float* y, int64_t n) {
+  const int64_t n8 = n / 8 * 8;
+  for (int64_t i = 0; i < n8; ++i) {
+    const float x = gate[i];
+    y[i] = (x / (1.0f + ggml_v_expf1(0.0f - x))) * up[i];
+  }
+  for (int64_t i = n8; i < n; ++i) y[i] = silu1(gate[i]) * up[i];
+}
+
+namespace {
+
+void swiglu(const float* gate, const float* up, float* y, int64_t n) { swiglu_ggml(gate, up, y, n); }
 
 void add(const float* a, const float* b, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
@@ -86,8 +131,8 @@ void rope_rotate(const float* cache, float* x, int64_t n_rot, bool neox) {
     float* p0 = neox ? x + i : x + 2 * i;
     float* p1 = neox ? x + i + half : x + 2 * i + 1;
     const float x0 = *p0, x1 = *p1;
-    *p0 = x0 * cos[i] - x1 * sin[i];
-    *p1 = x0 * sin[i] + x1 * cos[i];
+    *p0 = std::fma(x0, cos[i], -(x1 * sin[i]));
+    *p1 = std::fma(x0, sin[i], x1 * cos[i]);
   }
 }
 

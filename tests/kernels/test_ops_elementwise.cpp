@@ -134,6 +134,34 @@ TEST_CASE("silu and swiglu match the double definition over the whole float rang
   }
 }
 
+TEST_CASE("swiglu is ggml's AVX2 ggml_vec_swiglu_f32, bitwise equal on every ISA") {
+  // groups of 8 through ggml_v_expf (polynomial, not libm), the n mod 8 tail through libm expf
+  std::vector<float> x = random_floats(203, 6, -20.0f, 20.0f);
+  for (float v : {0.0f, -0.0f, 1e-30f, 87.0f, -87.0f, 95.0f, -95.0f, 150.0f, -150.0f, 200.0f, -200.0f})
+    x.push_back(v);
+  const auto up = random_floats(static_cast<int64_t>(x.size()), 7);
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> ref(x.size());
+  ops_table(Isa::kScalar).swiglu(x.data(), up.data(), ref.data(), n);
+  // The tail (n mod 8 = 6 elements) uses libm exactly.
+  for (int64_t i = n / 8 * 8; i < n; ++i) CHECK(ref[i] == (x[i] / (1.0f + std::exp(-x[i]))) * up[i]);
+  // ggml_v_expf is within 2 ulp of expf: the vector part stays close to the libm result.
+  for (int64_t i = 0; i < n / 8 * 8; ++i) {
+    const float libm = (x[i] / (1.0f + std::exp(-x[i]))) * up[i];
+    INFO("i=" << i << " x=" << x[i]);
+    CHECK(std::fabs(ref[i] - libm) <= 1e-6f * std::fabs(libm) + 1e-37f);
+  }
+  for (const OpsTable* t : supported_tables()) {
+    INFO("isa " << isa_name(t->isa));
+    for (int64_t m : {int64_t{5}, int64_t{8}, int64_t{61}, n}) {
+      std::vector<float> y(static_cast<size_t>(m)), r(static_cast<size_t>(m));
+      ops_table(Isa::kScalar).swiglu(x.data(), up.data(), r.data(), m);
+      t->swiglu(x.data(), up.data(), y.data(), m);
+      CHECK(same_bits(y, r));
+    }
+  }
+}
+
 TEST_CASE("gelu follows ggml's f16 table and clamps at plus and minus ten") {
   auto x = random_floats(777, 6, -12.0f, 12.0f);
   x.push_back(-10.0f);
