@@ -1,12 +1,37 @@
 // A real etcd for tests: `etcd` (from $BATON_ETCD or PATH) on 127.0.0.1 with free client and
 // peer ports and a fresh data dir under the test temp dir; stop() or the destructor SIGTERMs
 // it (SIGKILL after 5 s) and reaps it. Tests skip with a WARN only when no etcd binary exists.
+// Header-only so that other test modules (e.g. registry integration tests) can include
+// "etcd/etcd_server.h" too.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/types.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/base/error.h"
+#include "engine/registry/etcd_client.h"
+#include "fixtures.h"
+
+extern char** environ;
 
 namespace baton::test {
 
@@ -36,8 +61,141 @@ class EtcdServer {
   uint16_t client_port_ = 0;
 };
 
+namespace detail {
+
+// A port the kernel considers free right now (bound to port 0, then released).
+inline uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot bind a free port on 127.0.0.1");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace detail
+
+inline std::string EtcdServer::find_binary() {
+  if (const char* env = std::getenv("BATON_ETCD"); env && *env) return env;
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    std::string candidate = dir + "/etcd";
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
+}
+
+inline EtcdServer::EtcdServer() {
+  std::string binary = find_binary();
+  if (binary.empty()) throw std::runtime_error("no etcd binary (install etcd-server)");
+  std::string why;
+  // A port found free may be taken before etcd binds it: retry with new ports.
+  for (int attempt = 0; attempt < 3; ++attempt)
+    if (try_start(binary, why)) return;
+  throw std::runtime_error("etcd did not start: " + why);
+}
+
+inline bool EtcdServer::try_start(const std::string& binary, std::string& why) {
+  dir_ = temp_dir();
+  log_path_ = dir_ + "/etcd.log";
+  client_port_ = detail::free_port();
+  uint16_t peer_port = detail::free_port();
+  std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
+  std::string peer = "http://127.0.0.1:" + std::to_string(peer_port);
+  std::vector<std::string> args = {binary,
+                                   "--name", "baton-test",
+                                   "--data-dir", dir_ + "/data",
+                                   "--listen-client-urls", client,
+                                   "--advertise-client-urls", client,
+                                   "--listen-peer-urls", peer,
+                                   "--initial-advertise-peer-urls", peer,
+                                   "--initial-cluster", "baton-test=" + peer,
+                                   "--logger", "zap",
+                                   "--log-level", "warn"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    pid_ = -1;
+    throw std::runtime_error("cannot spawn " + binary);
+  }
+  registry::EtcdClient probe("127.0.0.1", client_port_, {std::chrono::milliseconds(500)});
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (std::chrono::steady_clock::now() < end) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      why = "etcd exited at start; its log:\n" + log();
+      return false;
+    }
+    try {
+      probe.range_key("/");
+      return true;
+    } catch (const Error&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  stop();
+  why = "etcd did not answer on " + client + " within 15 s; its log:\n" + log();
+  return false;
+}
+
+inline EtcdServer::~EtcdServer() { stop(); }
+
+inline std::string EtcdServer::url(const std::string& prefix) const {
+  return "etcd://127.0.0.1:" + std::to_string(client_port_) + "/" + prefix;
+}
+
+inline void EtcdServer::stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGTERM);
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < end) {
+    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+inline std::string EtcdServer::log() const {
+  std::ifstream in(log_path_);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 // One server per test process, started on first use; nullptr (after printing a WARN once)
 // when no etcd binary exists.
-EtcdServer* shared_etcd();
+inline EtcdServer* shared_etcd() {
+  static std::unique_ptr<EtcdServer> server = []() -> std::unique_ptr<EtcdServer> {
+    if (EtcdServer::find_binary().empty()) {
+      std::fprintf(stderr,
+                   "WARN: no etcd binary in PATH (or $BATON_ETCD): etcd tests skipped; install "
+                   "the Debian package etcd-server\n");
+      return nullptr;
+    }
+    return std::make_unique<EtcdServer>();
+  }();
+  return server.get();
+}
 
 }  // namespace baton::test
