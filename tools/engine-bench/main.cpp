@@ -1,8 +1,9 @@
 // engine-bench: prompt-processing and generation speed, printed like llama-bench so tools
 // that read its tables read ours:
 //   engine-bench -m FILE -p 128 -n 64 -t 2 [-r 5] [-o md|json]
-//   engine-bench --config cluster.yaml ...   (layers on the cluster; adds per-stage compute ms
-//                                             and per-hop network ms and bytes per token)
+//   engine-bench --config cluster.yaml ...   (layers on the cluster; adds, measured, per-stage
+//                                             compute ms, per-hop bytes and the hops' network ms
+//                                             per token)
 // ppN: one batch of N prompt tokens through every layer (logits of the last only);
 // tgN: N single-token steps from an empty context, each with its logits.
 #include <CLI/CLI.hpp>
@@ -117,40 +118,53 @@ std::string model_type(const baton::gguf::GgufFile& file, const baton::ModelConf
   return fmt::format("{} {}L {}", config.arch_name, config.n_layer, ftype);
 }
 
-// Per stage compute ms per token, and the network: per hop bytes per token (from the workers'
-// counters) and network ms per token, estimated as (wall time - compute of all stages) split
-// evenly over the hops (coordinator -> first, each worker -> next, last -> coordinator).
+// Per stage compute and residence ms per token and per hop bytes per token, and the network
+// time of all hops per token, from the coordinator's measurements (Cluster::metrics(): each
+// stage's own clock for its compute and residence, the coordinator's for the round trip;
+// network = round trip - sum of residences). One clock per machine only, so the network time
+// of the hops is measured as a sum, not hop by hop.
 void print_stage_stats(const std::string& test, baton::pipeline::Cluster& cluster,
-                       const std::vector<baton::pipeline::StageStats>& before, const std::vector<double>& seconds,
-                       int tokens, nlohmann::json& result) {
-  auto after = cluster.stats();
-  double compute_ms = 0;
+                       const baton::pipeline::ClusterMetrics& before, nlohmann::json& result, bool print) {
+  const auto after = cluster.metrics();
+  const double tokens = static_cast<double>(after.tokens - before.tokens);
+  const double passes = static_cast<double>(after.passes - before.passes);
+  if (tokens <= 0) return;
   nlohmann::json stages = nlohmann::json::array();
-  std::vector<double> bytes_in, bytes_out;
-  for (size_t i = 0; i < after.size(); ++i) {
-    auto delta = [&](const char* k) { return after[i].values[k] - before[i].values.at(k); };
-    const double ms = delta("compute_ms");
-    compute_ms += ms;
-    bytes_in.push_back(delta("bytes_in") / tokens);
-    bytes_out.push_back(delta("bytes_out") / tokens);
-    const auto& p = cluster.plan()[i];
-    stages.push_back({{"node", p.id}, {"layers", {p.first, p.last - 1}}, {"compute_ms_per_token", ms / tokens}});
-    fmt::print("# {}: stage {} ({}:{}, layers {}-{}): compute {:.3f} ms/token\n", test, p.id, p.host, p.port, p.first,
-               p.last - 1, ms / tokens);
-  }
-  const double wall_ms = std::accumulate(seconds.begin(), seconds.end(), 0.0) * 1000.0;
-  const size_t hops = after.size() + 1;
-  const double net_ms = std::max(0.0, wall_ms - compute_ms) / tokens / static_cast<double>(hops);
   nlohmann::json hop_list = nlohmann::json::array();
-  for (size_t h = 0; h < hops; ++h) {
-    std::string from = h == 0 ? "coordinator" : after[h - 1].node_id;
-    std::string to = h + 1 == hops ? "coordinator" : after[h].node_id;
-    const double bytes = h + 1 == hops ? bytes_out.back() : bytes_in[h];
-    hop_list.push_back({{"from", from}, {"to", to}, {"bytes_per_token", bytes}, {"network_ms_per_token", net_ms}});
-    fmt::print("# {}: hop {} -> {}: {:.0f} bytes/token, ~{:.3f} ms/token (estimated)\n", test, from, to, bytes, net_ms);
+  const auto& plan = cluster.plan();
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const auto& a = after.stages[i];
+    const auto& b = before.stages[i];
+    const double compute = (a.compute_ms - b.compute_ms) / tokens;
+    const double residence = (a.residence_ms - b.residence_ms) / tokens;
+    const auto& p = plan[i];
+    stages.push_back({{"node", p.id},
+                      {"layers", {p.first, p.last - 1}},
+                      {"compute_ms_per_token", compute},
+                      {"residence_ms_per_token", residence}});
+    if (print)
+      fmt::print("# {}: stage {} ({}:{}, layers {}-{}): compute {:.3f} ms/token, frame in -> out {:.3f} ms/token\n",
+                 test, p.id, p.host, p.port, p.first, p.last - 1, compute, residence);
   }
+  for (size_t h = 0; h <= plan.size(); ++h) {
+    const std::string from = h == 0 ? "coordinator" : plan[h - 1].id;
+    const std::string to = h == plan.size() ? "coordinator" : plan[h].id;
+    const double bytes = h == 0 ? (after.bytes_to_first - before.bytes_to_first) / tokens
+                                : (after.stages[h - 1].bytes_out - before.stages[h - 1].bytes_out) / tokens;
+    hop_list.push_back({{"from", from}, {"to", to}, {"bytes_per_token", bytes}});
+    if (print) fmt::print("# {}: hop {} -> {}: {:.0f} bytes/token ({})\n", test, from, to, bytes, after.activations);
+  }
+  const double rtt = (after.round_trip_ms - before.round_trip_ms) / tokens;
+  const double net = (after.network_ms - before.network_ms) / tokens;
+  if (print)
+    fmt::print("# {}: network, all {} hops: {:.3f} ms/token of a {:.3f} ms/token round trip ({:.0f} passes; measured: "
+             "round trip - stage residences)\n",
+             test, plan.size() + 1, net, rtt, passes);
   result["stages"] = stages;
   result["hops"] = hop_list;
+  result["network_ms_per_token"] = net;
+  result["round_trip_ms_per_token"] = rtt;
+  result["activations"] = after.activations;
 }
 
 }  // namespace
@@ -230,16 +244,18 @@ int main(int argc, char** argv) {
       for (int p : o.n_prompt) {
         if (p <= 0) continue;
         std::vector<double> s;
+        const auto before = cluster ? cluster->metrics() : baton::pipeline::ClusterMetrics{};
         for (int r = 0; r < o.reps; ++r) s.push_back(bench.prompt(p));
         report(fmt::format("pp{}", p), p, s);
+        if (cluster) print_stage_stats(fmt::format("pp{}", p), *cluster, before, results.back(), o.output == "md");
       }
       for (int n : o.n_gen) {
         if (n <= 0) continue;
         std::vector<double> s;
-        auto before = cluster ? cluster->stats() : std::vector<baton::pipeline::StageStats>{};
+        const auto before = cluster ? cluster->metrics() : baton::pipeline::ClusterMetrics{};
         for (int r = 0; r < o.reps; ++r) s.push_back(bench.generate(n));
         report(fmt::format("tg{}", n), n, s);
-        if (cluster) print_stage_stats(fmt::format("tg{}", n), *cluster, before, s, n * o.reps, results.back());
+        if (cluster) print_stage_stats(fmt::format("tg{}", n), *cluster, before, results.back(), o.output == "md");
       }
     }
     struct rusage ru;

@@ -1,0 +1,180 @@
+// The cluster tools as processes: engine-run --config prints the same JSON as engine-run -m,
+// engine-bench --config prints the per-stage table, engine-coordinator --config loads the
+// cluster and stops cleanly on SIGTERM.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <netinet/in.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cluster_helpers.h"
+
+extern char** environ;
+
+namespace {
+
+using baton::test::cluster_yaml;
+using baton::test::spawn_workers;
+using Clock = std::chrono::steady_clock;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A tool run with stdout and stderr in files; killed and reaped by the destructor.
+class Tool {
+ public:
+  Tool(const std::string& name, std::vector<std::string> args) {
+    static int n = 0;
+    const std::string base = baton::test::temp_dir() + "/" + name + "-" + std::to_string(n++);
+    out_ = base + ".out";
+    err_ = base + ".err";
+    args.insert(args.begin(), baton::test::binary_dir() + "/bin/" + name);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int rc = posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error("cannot spawn " + args[0]);
+  }
+  ~Tool() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  // Exit status, or -1 (killed) if it did not end within `limit`.
+  int wait(std::chrono::milliseconds limit) {
+    const auto end = Clock::now() + limit;
+    while (Clock::now() < end) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+  bool wait_for_output(const std::string& text, std::chrono::milliseconds limit) {
+    const auto end = Clock::now() + limit;
+    while (Clock::now() < end) {
+      if (out().find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  void signal(int sig) { kill(pid_, sig); }
+  std::string out() const { return read_file(out_); }
+  std::string err() const { return read_file(err_); }
+
+ private:
+  pid_t pid_ = -1;
+  std::string out_, err_;
+};
+
+std::string write_yaml(const std::string& text) {
+  static int n = 0;
+  const std::string path = baton::test::temp_dir() + "/tools-cluster-" + std::to_string(n++) + ".yaml";
+  std::ofstream(path) << text;
+  return path;
+}
+
+uint16_t free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+TEST_CASE("engine-run --config prints the same JSON as one process", "[pipeline]") {
+  const std::string model = baton::test::shared_path("models/stories260K.gguf");
+  auto w = spawn_workers(model, 2);
+  const std::string yaml = write_yaml(cluster_yaml(model, {{w[0].get(), 0, 2}, {w[1].get(), 3, 4}}, "insecure: true"));
+  // Sampled (default temperature) with a fixed seed: equal logits give equal draws.
+  const std::vector<std::string> common = {"-p", "Once upon a time", "-n", "12", "--json", "-t", "1", "--seed", "7"};
+  auto args_local = common, args_cluster = common;
+  args_local.insert(args_local.end(), {"-m", model});
+  args_cluster.insert(args_cluster.end(), {"--config", yaml});
+  Tool local("engine-run", args_local);
+  REQUIRE(local.wait(std::chrono::seconds(30)) == 0);
+  Tool remote("engine-run", args_cluster);
+  const int rc = remote.wait(std::chrono::seconds(30));
+  INFO(remote.err());
+  REQUIRE(rc == 0);
+  auto a = nlohmann::json::parse(local.out());
+  auto b = nlohmann::json::parse(remote.out());
+  a.erase("timings");
+  b.erase("timings");
+  CHECK(a["steps"].size() == 12);
+  CHECK(a == b);  // tokens, text, logprobs and top logprobs: bitwise (JSON prints doubles exactly)
+}
+
+TEST_CASE("engine-bench --config prints the measured per-stage and per-hop table", "[pipeline]") {
+  const std::string model = baton::test::shared_path("models/stories260K.gguf");
+  auto w = spawn_workers(model, 2);
+  const std::string yaml = write_yaml(cluster_yaml(model, {{w[0].get(), 0, 1}, {w[1].get(), 2, 4}}, "insecure: true",
+                                                   5, 20, "activations: f16"));
+  Tool bench("engine-bench", {"--config", yaml, "-p", "16", "-n", "8", "-r", "2", "-t", "1"});
+  const int rc = bench.wait(std::chrono::seconds(60));
+  const std::string out = bench.out();
+  INFO(out << bench.err());
+  REQUIRE(rc == 0);
+  for (const char* test : {"pp16", "tg8"}) {
+    CHECK(out.find(fmt::format("| {} |", test)) != std::string::npos);
+    CHECK(out.find(fmt::format("# {}: stage node-01 (127.0.0.1:{}, layers 0-1): compute ", test, w[0]->port())) !=
+          std::string::npos);
+    CHECK(out.find(fmt::format("# {}: stage node-02 (127.0.0.1:{}, layers 2-4): compute ", test, w[1]->port())) !=
+          std::string::npos);
+    CHECK(out.find(fmt::format("# {}: network, all 3 hops: ", test)) != std::string::npos);
+  }
+  // stories260K: n_embd 64, f16 = 128 bytes per token on the hops that carry every token.
+  CHECK(out.find("# tg8: hop coordinator -> node-01: 128 bytes/token (f16)") != std::string::npos);
+  CHECK(out.find("# tg8: hop node-01 -> node-02: 128 bytes/token (f16)") != std::string::npos);
+  CHECK(out.find("# tg8: hop node-02 -> coordinator: 128 bytes/token (f16)") != std::string::npos);
+  CHECK(out.find("# pp16: hop node-02 -> coordinator: 8 bytes/token (f16)") != std::string::npos);  // 1 row of 16
+}
+
+TEST_CASE("engine-coordinator --config loads the cluster and stops cleanly on SIGTERM", "[pipeline]") {
+  const std::string model = baton::test::shared_path("models/stories260K.gguf");
+  auto w = spawn_workers(model, 2);
+  std::string yaml = cluster_yaml(model, {{w[0].get(), 0, 2}, {w[1].get(), 3, 4}}, "insecure: true");
+  yaml.replace(yaml.find("cluster:\n"), 9,
+               fmt::format("cluster:\n  master: {{ host: 127.0.0.1, port: {} }}\n", free_port()));
+  Tool coordinator("engine-coordinator", {"--config", write_yaml(yaml)});
+  // The plan table once the load has committed.
+  const bool planned = coordinator.wait_for_output(fmt::format("| node-02 | 127.0.0.1:{} | 3-4 |", w[1]->port()),
+                                                   std::chrono::seconds(20));
+  INFO(coordinator.out() << coordinator.err());
+  REQUIRE(planned);
+  CHECK(baton::test::WorkerProcess::eventually_contains(*w[0], "committed"));
+  coordinator.signal(SIGTERM);
+  CHECK(coordinator.wait(std::chrono::seconds(10)) == 0);
+  // The workers saw the coordinator go and released the load.
+  CHECK(baton::test::WorkerProcess::eventually_contains(*w[0], "releasing load"));
+  CHECK(baton::test::WorkerProcess::eventually_contains(*w[1], "releasing load"));
+}
