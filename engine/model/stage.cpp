@@ -155,7 +155,10 @@ void Stage::ffn_block(const LayerWeights& w, int64_t n, float* hidden) {
       {w.w_up, up_.data(), static_cast<size_t>(n_ff), nullptr},
   };
   matmul_.matmul(gate_up, xb_.data(), static_cast<size_t>(n_embd), n);
-  kernels::swiglu(gate_.data(), up_.data(), gate_.data(), n * n_ff);
+  // per row, as ggml does: the SIMD groups (and the libm tail) restart at every token, so a
+  // token's result does not depend on the rows before it (batch invariance)
+  for (int64_t t = 0; t < n; ++t)
+    kernels::swiglu(gate_.data() + t * n_ff, up_.data() + t * n_ff, gate_.data() + t * n_ff, n_ff);
   matmul_.matmul(w.w_down, gate_.data(), n, proj_.data());
 
   // residual

@@ -45,6 +45,7 @@ class Stage {
   const ModelConfig& config() const { return config_; }
   size_t weight_bytes() const { return weight_bytes_; }
   size_t kv_cache_bytes() const { return cache_.allocated_bytes(); }
+  int active_sequences() const { return cache_.n_active(); }  // sequences holding a cache slot
 
  private:
   void attention_block(const LayerWeights& w, int64_t il_local, const TokenBatch& batch,

@@ -21,6 +21,8 @@ class LocalLayers : public LayerRunner {
   void reset_sequence(uint64_t seq_id) override;
   int64_t n_ctx() const override { return stages_.front()->n_ctx(); }
   size_t weight_bytes() const;
+  // Sequences holding a KV cache slot (in the first stage; every stage sees the same ones).
+  int active_sequences() const { return stages_.front()->active_sequences(); }
 
  private:
   int64_t n_embd_;

@@ -50,7 +50,9 @@ struct CompletionRequest {
 
 // One generated token and the text it released. Text is held back while it is an incomplete
 // UTF-8 character or could still become the start of a stop string, so the concatenation of
-// all `text` is exactly the completion (without the stop string).
+// all `text` is exactly the completion (without the stop string). Every generated token gives
+// exactly one event (completion_tokens of them); an end-of-generation token's own text is never
+// part of the completion: its event carries only what was still held back.
 struct TokenEvent {
   int32_t token = 0;
   std::string text;
@@ -69,6 +71,7 @@ struct CompletionSummary {
 };
 
 class Scheduler;
+class ActiveSequence;
 
 // The consumer's side of one request. Events are queued without bound (a slow consumer
 // never stalls the batch); next() hands them out in order.
@@ -86,6 +89,7 @@ class RequestHandle {
 
  private:
   friend class Scheduler;
+  friend class ActiveSequence;
   void publish(TokenEvent event);
   void complete(CompletionSummary summary);
 
@@ -135,20 +139,46 @@ class Scheduler {
   int64_t n_ctx() const;
 
  private:
-  struct Sequence;
+  struct Pass;  // one submitted micro-batch (scheduler.cpp)
+  using Clock = std::chrono::steady_clock;
+  struct Queued {
+    std::shared_ptr<RequestHandle> handle;
+    CompletionRequest request;
+    Clock::time_point submitted;
+  };
+
+  // The scheduler thread and its steps; everything below `thread_` is touched only by it.
   void run();
+  void admit();
+  void drop_cancelled();
+  void submit_passes();
+  void finish_oldest_pass();
+  // Ends a sequence: publishes its summary, frees its cache, removes it from active_.
+  void end(ActiveSequence& seq, const std::string& reason, const std::string& error = {});
+  void fail_all(const std::string& error);
+  void remove_ended();
+  void shut_down();
 
   ModelHead& head_;
   LayerRunner& layers_;
   const tokenizer::Tokenizer& tokenizer_;
   SchedulerOptions options_;
+  int64_t n_ctx_ = 0;
+  int64_t n_vocab_ = 0;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
-  std::deque<std::pair<std::shared_ptr<RequestHandle>, CompletionRequest>> queue_;
+  std::deque<Queued> queue_;
   SchedulerStats stats_;
   std::thread thread_;
+
+  uint64_t next_seq_id_ = 1;
+  size_t rotation_ = 0;                                  // first decoder of the next step
+  std::vector<std::unique_ptr<ActiveSequence>> active_;  // admission order
+  std::deque<std::unique_ptr<Pass>> passes_;             // unfinished, oldest first
+  std::vector<float> out_rows_;                          // [n_outputs, n_embd]
+  std::vector<float> logits_;                            // [n_outputs, n_vocab]
 };
 
 }  // namespace baton::serving

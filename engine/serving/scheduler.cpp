@@ -1,0 +1,321 @@
+#include "engine/serving/scheduler.h"
+
+#include <algorithm>
+
+#include "engine/serving/sequence.h"
+
+namespace baton::serving {
+
+// One micro-batch handed to the runner and not finished yet. The batch and the embeddings stay
+// alive (at a fixed address) until finish(), whatever the runner does with them.
+struct Scheduler::Pass {
+  struct Part {
+    ActiveSequence* seq;
+    std::span<const int32_t> tokens;  // the sequence's tokens in this pass
+    bool output;                      // its last token's row is wanted (prompt done / decode)
+  };
+  TokenBatch batch;
+  std::vector<float> hidden;  // [batch.size(), n_embd]
+  std::vector<Part> parts;    // in batch order
+};
+
+namespace {
+constexpr size_t kMaxTopLogprobs = 20;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Scheduler::Scheduler(ModelHead& head, LayerRunner& layers, const tokenizer::Tokenizer& tokenizer,
+                     const SchedulerOptions& options)
+    : head_(head), layers_(layers), tokenizer_(tokenizer), options_(options) {
+  if (options_.slots < 1) fail("SchedulerOptions::slots must be at least 1 (got {})", options_.slots);
+  if (options_.queue_limit < 0) fail("SchedulerOptions::queue_limit must not be negative (got {})", options_.queue_limit);
+  if (options_.n_batch < 1) fail("SchedulerOptions::n_batch must be at least 1 (got {})", options_.n_batch);
+  if (layers_.max_in_flight() < 1)
+    fail("the layer runner allows {} passes in flight; it must allow at least 1", layers_.max_in_flight());
+  n_ctx_ = layers_.n_ctx();
+  n_vocab_ = head_.n_vocab();
+  thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+int64_t Scheduler::n_ctx() const { return n_ctx_; }
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(mutex_);
+  SchedulerStats stats = stats_;
+  stats.queued = static_cast<int>(queue_.size());
+  return stats;
+}
+
+std::shared_ptr<RequestHandle> Scheduler::submit(CompletionRequest request) {
+  if (request.prompt.empty()) fail("the prompt is empty: nothing to continue");
+  if (static_cast<int64_t>(request.prompt.size()) >= n_ctx_)
+    fail("the prompt has {} tokens but the context holds {} (at least one must be left to generate)",
+         request.prompt.size(), n_ctx_);
+  for (size_t i = 0; i < request.prompt.size(); ++i)
+    if (request.prompt[i] < 0 || request.prompt[i] >= n_vocab_)
+      fail("prompt token {} is {}, outside the vocabulary of {} tokens", i, request.prompt[i], n_vocab_);
+  validate(request.sampling);
+  if (request.n_top_logprobs > kMaxTopLogprobs)
+    fail("n_top_logprobs is {}; at most {} are supported", request.n_top_logprobs, kMaxTopLogprobs);
+
+  auto handle = std::make_shared<RequestHandle>();
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) fail("the server is shutting down");
+    const size_t running = static_cast<size_t>(stats_.active), waiting = queue_.size();
+    if (running + waiting >= static_cast<size_t>(options_.slots) + static_cast<size_t>(options_.queue_limit)) {
+      ++stats_.rejected;
+      fail<OverloadedError>("server overloaded: {} requests running and {} waiting (limits {} slots, {} queued)",
+                            running, waiting, options_.slots, options_.queue_limit);
+    }
+    queue_.push_back(Queued{handle, std::move(request), Clock::now()});
+    ++stats_.requests;
+    stats_.queued = static_cast<int>(queue_.size());
+  }
+  wake_.notify_all();
+  return handle;
+}
+
+void Scheduler::run() {
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      if (active_.empty() && passes_.empty()) wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) break;
+    }
+    admit();
+    drop_cancelled();
+    submit_passes();
+    if (!passes_.empty()) finish_oldest_pass();
+  }
+  shut_down();
+}
+
+void Scheduler::admit() {
+  std::vector<Queued> taken, cancelled;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (it->handle->cancelled()) {
+        cancelled.push_back(std::move(*it));
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    while (!queue_.empty() && active_.size() + taken.size() < static_cast<size_t>(options_.slots)) {
+      taken.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    stats_.queued = static_cast<int>(queue_.size());
+    stats_.active += static_cast<int>(taken.size());
+  }
+  for (auto& q : cancelled) {
+    CompletionSummary summary;
+    summary.finish_reason = "cancelled";
+    summary.prompt_tokens = q.request.prompt.size();
+    summary.queue_seconds = seconds_since(q.submitted);
+    q.handle->complete(std::move(summary));
+  }
+  for (auto& q : taken) {
+    const bool nothing_to_generate = q.request.max_tokens == 0;
+    active_.push_back(std::make_unique<ActiveSequence>(next_seq_id_++, q.handle, std::move(q.request), tokenizer_,
+                                                       n_ctx_, q.submitted));
+    if (nothing_to_generate) end(*active_.back(), "length");
+  }
+  remove_ended();
+}
+
+void Scheduler::drop_cancelled() {
+  for (auto& seq : active_)
+    if (!seq->in_flight && seq->cancelled()) end(*seq, "cancelled");
+  remove_ended();
+}
+
+void Scheduler::submit_passes() {
+  const int n_free = layers_.max_in_flight() - static_cast<int>(passes_.size());
+  if (n_free <= 0) return;
+  // Decode tokens first (one per generating sequence, starting one further each step so that
+  // a budget smaller than the number of decoders is shared), then prompt chunks, oldest first.
+  std::vector<ActiveSequence*> ready;
+  for (auto& seq : active_)
+    if (!seq->in_flight && !seq->prefilling()) ready.push_back(seq.get());
+  if (!ready.empty()) std::rotate(ready.begin(), ready.begin() + (rotation_++ % ready.size()), ready.end());
+  for (auto& seq : active_)
+    if (!seq->in_flight && seq->prefilling()) ready.push_back(seq.get());
+  if (ready.empty()) return;
+
+  // With a pipeline, the ready sequences are dealt round-robin into as many micro-batches as
+  // may still be in flight, so that every stage has work.
+  const int64_t n_embd = head_.config().n_embd;
+  const size_t n_groups = std::min(static_cast<size_t>(n_free), ready.size());
+  for (size_t g = 0; g < n_groups; ++g) {
+    auto pass = std::make_unique<Pass>();
+    size_t budget = static_cast<size_t>(options_.n_batch);
+    for (size_t i = g; i < ready.size() && budget > 0; i += n_groups) {
+      ActiveSequence& seq = *ready[i];
+      auto chunk = seq.next_chunk(budget);
+      const bool output = chunk.size() == seq.n_unfed();
+      for (size_t k = 0; k < chunk.size(); ++k)
+        pass->batch.add(seq.id(), seq.next_position() + static_cast<int32_t>(k), output && k + 1 == chunk.size());
+      pass->parts.push_back({&seq, chunk, output});
+      budget -= chunk.size();
+    }
+    if (pass->parts.empty()) continue;
+
+    uint64_t prompt_tokens = 0;
+    try {
+      pass->hidden.resize(pass->batch.size() * static_cast<size_t>(n_embd));
+      size_t row = 0;
+      for (const auto& part : pass->parts) {
+        head_.embed(part.tokens, pass->hidden.data() + row * static_cast<size_t>(n_embd));
+        row += part.tokens.size();
+      }
+      const auto t0 = Clock::now();
+      layers_.submit(pass->batch, pass->hidden);
+      std::lock_guard lock(mutex_);
+      stats_.forward_seconds += seconds_since(t0);
+    } catch (const std::exception& e) {
+      fail_all(e.what());
+      return;
+    }
+    for (const auto& part : pass->parts) {
+      if (part.seq->prefilling()) prompt_tokens += part.tokens.size();
+      part.seq->mark_fed(part.tokens.size());
+      part.seq->in_flight = true;
+    }
+    {
+      std::lock_guard lock(mutex_);
+      stats_.prompt_tokens += prompt_tokens;
+    }
+    passes_.push_back(std::move(pass));
+  }
+}
+
+void Scheduler::finish_oldest_pass() {
+  std::unique_ptr<Pass> pass = std::move(passes_.front());
+  passes_.pop_front();
+  const size_t n_outputs = pass->batch.n_outputs();
+  const int64_t n_embd = head_.config().n_embd;
+  try {
+    const auto t0 = Clock::now();
+    layers_.finish(out_rows_);
+    {
+      std::lock_guard lock(mutex_);
+      stats_.forward_seconds += seconds_since(t0);
+      ++stats_.forward_passes;
+    }
+    if (out_rows_.size() != n_outputs * static_cast<size_t>(n_embd))
+      fail("the layer runner returned {} values for {} output rows of {}", out_rows_.size(), n_outputs, n_embd);
+    logits_.resize(n_outputs * static_cast<size_t>(n_vocab_));
+    if (n_outputs > 0) head_.logits(out_rows_.data(), static_cast<int64_t>(n_outputs), logits_.data());
+  } catch (const std::exception& e) {
+    fail_all(e.what());
+    return;
+  }
+
+  size_t row = 0;
+  for (const auto& part : pass->parts) {
+    ActiveSequence& seq = *part.seq;
+    seq.in_flight = false;
+    std::span<const float> logits;
+    if (part.output)
+      logits = std::span<const float>(logits_).subspan((row++) * static_cast<size_t>(n_vocab_),
+                                                       static_cast<size_t>(n_vocab_));
+    if (seq.cancelled()) {
+      end(seq, "cancelled");
+      continue;
+    }
+    if (!part.output) continue;
+    bool ended = false;
+    try {
+      ended = seq.accept(logits);
+    } catch (const std::exception& e) {
+      end(seq, "error", e.what());
+      continue;
+    }
+    {
+      std::lock_guard lock(mutex_);
+      ++stats_.generated_tokens;
+    }
+    if (ended) end(seq, seq.end_reason());
+  }
+  remove_ended();
+}
+
+void Scheduler::end(ActiveSequence& seq, const std::string& reason, const std::string& error) {
+  if (seq.ended()) return;
+  // Cache and stats first: whoever sees the request done sees its slot free.
+  try {
+    layers_.reset_sequence(seq.id());
+  } catch (const std::exception&) {
+    // A runner that cannot reach its cache has lost it anyway; the id is never reused.
+  }
+  {
+    std::lock_guard lock(mutex_);
+    --stats_.active;
+    if (reason == "error") ++stats_.failed;
+  }
+  seq.finish(reason, error);
+}
+
+void Scheduler::fail_all(const std::string& error) {
+  passes_.clear();  // after a failure every unfinished pass is lost
+  for (auto& seq : active_) {
+    seq->in_flight = false;
+    end(*seq, "error", error);
+  }
+  remove_ended();
+}
+
+void Scheduler::remove_ended() {
+  std::erase_if(active_, [](const std::unique_ptr<ActiveSequence>& seq) { return seq->ended(); });
+}
+
+void Scheduler::shut_down() {
+  const std::string message = "server shutting down";
+  // Let the runner complete what it holds, so it is left without unfinished passes.
+  while (!passes_.empty()) {
+    try {
+      layers_.finish(out_rows_);
+    } catch (const std::exception&) {
+      passes_.clear();
+      break;
+    }
+    passes_.pop_front();
+  }
+  for (auto& seq : active_) {
+    seq->in_flight = false;
+    end(*seq, "error", message);
+  }
+  remove_ended();
+  std::deque<Queued> queued;
+  {
+    std::lock_guard lock(mutex_);
+    queued.swap(queue_);
+    stats_.queued = 0;
+    stats_.failed += queued.size();
+  }
+  for (auto& q : queued) {
+    CompletionSummary summary;
+    summary.finish_reason = "error";
+    summary.error = message;
+    summary.prompt_tokens = q.request.prompt.size();
+    summary.queue_seconds = seconds_since(q.submitted);
+    q.handle->complete(std::move(summary));
+  }
+}
+
+}  // namespace baton::serving

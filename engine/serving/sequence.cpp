@@ -1,0 +1,89 @@
+#include "engine/serving/sequence.h"
+
+#include <algorithm>
+
+#include "engine/sampling/logprobs.h"
+
+namespace baton::serving {
+namespace {
+double seconds(ActiveSequence::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+}  // namespace
+
+ActiveSequence::ActiveSequence(uint64_t id, std::shared_ptr<RequestHandle> handle, CompletionRequest request,
+                               const tokenizer::Tokenizer& tokenizer, int64_t n_ctx, Clock::time_point submitted)
+    : id_(id),
+      handle_(std::move(handle)),
+      request_(std::move(request)),
+      tokenizer_(tokenizer),
+      n_ctx_(n_ctx),
+      sampler_(request_.sampling),
+      detokenizer_(tokenizer),
+      stop_(request_.stop),
+      tokens_(request_.prompt),
+      n_prompt_(request_.prompt.size()),
+      submitted_(submitted) {
+  request_.prompt.clear();
+  request_.prompt.shrink_to_fit();
+}
+
+std::span<const int32_t> ActiveSequence::next_chunk(size_t max) const {
+  return std::span<const int32_t>(tokens_).subspan(n_fed_, std::min(max, n_unfed()));
+}
+
+void ActiveSequence::mark_fed(size_t n) {
+  if (!started_) {
+    started_ = true;
+    first_pass_ = Clock::now();
+  }
+  n_fed_ += n;
+}
+
+bool ActiveSequence::accept(std::span<const float> logits) {
+  TokenEvent event;
+  event.token = sampler_.sample(logits, tokens_);
+  if (request_.logprobs || request_.n_top_logprobs > 0) {
+    StepLogprobs lp = step_logprobs(logits, event.token, request_.n_top_logprobs);
+    event.logprob = lp.chosen.logprob;
+    event.top = std::move(lp.top);
+  }
+  tokens_.push_back(event.token);
+  ++n_generated_;
+  last_token_ = Clock::now();
+  if (n_generated_ == 1) first_token_ = last_token_;
+
+  // The text this token releases. An end-of-generation token adds no text of its own; at the
+  // end of the stream whatever the detokenizer and the stop matcher still hold is released.
+  const bool eog = !request_.ignore_eos && tokenizer_.is_eog(event.token);
+  const bool length = (request_.max_tokens >= 0 && n_generated_ >= static_cast<size_t>(request_.max_tokens)) ||
+                      static_cast<int64_t>(tokens_.size()) >= n_ctx_;
+  if (!eog) event.text = stop_.push(detokenizer_.push(event.token));
+  if (!stop_.stopped() && (eog || length)) {
+    event.text += stop_.push(detokenizer_.flush());
+    if (!stop_.stopped()) event.text += stop_.flush();
+  }
+  if (stop_.stopped() || eog)
+    end_reason_ = "stop";
+  else if (length)
+    end_reason_ = "length";
+  handle_->publish(std::move(event));
+  return !end_reason_.empty();
+}
+
+void ActiveSequence::finish(const std::string& reason, const std::string& error) {
+  if (ended_) return;
+  ended_ = true;
+  CompletionSummary summary;
+  summary.finish_reason = reason;
+  summary.error = error;
+  summary.prompt_tokens = n_prompt_;
+  summary.completion_tokens = n_generated_;
+  const auto now = Clock::now();
+  summary.queue_seconds = seconds((started_ ? first_pass_ : now) - submitted_);
+  if (n_generated_ > 0) {
+    summary.time_to_first_token = seconds(first_token_ - submitted_);
+    summary.generation_seconds = seconds(last_token_ - first_token_);
+  }
+  handle_->complete(std::move(summary));
+}
+
+}  // namespace baton::serving

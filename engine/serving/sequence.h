@@ -1,0 +1,78 @@
+// One admitted request while it is being generated: its tokens (prompt, then generated), its
+// own Sampler, streaming detokenizer and stop matcher, how far the runner has got, and its
+// timings. It turns the logits of its last token into one published TokenEvent and decides
+// when it ends. Owned and used by the scheduler thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/sampling/sampler.h"
+#include "engine/serving/scheduler.h"
+#include "engine/serving/stop_matcher.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace baton::serving {
+
+class ActiveSequence {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `request` must have been validated (Scheduler::submit).
+  ActiveSequence(uint64_t id, std::shared_ptr<RequestHandle> handle, CompletionRequest request,
+                 const tokenizer::Tokenizer& tokenizer, int64_t n_ctx, Clock::time_point submitted);
+
+  uint64_t id() const { return id_; }
+  RequestHandle& handle() { return *handle_; }
+  bool cancelled() const { return handle_->cancelled(); }
+  bool ended() const { return ended_; }
+
+  // Feeding the runner: tokens_[n_fed_, size) have not been through a forward pass yet (the
+  // unfed part of the prompt, or the one token sampled last).
+  bool prefilling() const { return n_fed_ < n_prompt_; }
+  size_t n_unfed() const { return tokens_.size() - n_fed_; }
+  // The next up to `max` unfed tokens and the position of the first of them.
+  std::span<const int32_t> next_chunk(size_t max) const;
+  int32_t next_position() const { return static_cast<int32_t>(n_fed_); }
+  // `n` tokens went into a submitted pass (in_flight is set by the caller).
+  void mark_fed(size_t n);
+  bool in_flight = false;
+
+  // Samples the next token from `logits` ([n_vocab], of the last token fed), publishes its
+  // event and returns true when this token ended the sequence (then the summary is set but not
+  // yet published: see finish()). Throws baton::Error from the sampler or the detokenizer.
+  bool accept(std::span<const float> logits);
+  // The reason accept() ended the sequence ("stop" or "length").
+  const std::string& end_reason() const { return end_reason_; }
+  // Publishes the summary with `reason` (and `error` for "error"); idempotent.
+  void finish(const std::string& reason, const std::string& error = {});
+
+  size_t n_prompt() const { return n_prompt_; }
+  size_t n_generated() const { return n_generated_; }
+
+ private:
+  uint64_t id_;
+  std::shared_ptr<RequestHandle> handle_;
+  CompletionRequest request_;
+  const tokenizer::Tokenizer& tokenizer_;
+  int64_t n_ctx_;
+  Sampler sampler_;
+  tokenizer::StreamDetokenizer detokenizer_;
+  StopMatcher stop_;
+
+  std::vector<int32_t> tokens_;  // prompt, then generated tokens
+  size_t n_prompt_ = 0;
+  size_t n_fed_ = 0;
+  size_t n_generated_ = 0;
+  bool ended_ = false;
+  std::string end_reason_;
+
+  Clock::time_point submitted_, first_pass_, first_token_, last_token_;
+  bool started_ = false;
+};
+
+}  // namespace baton::serving
