@@ -113,7 +113,8 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
   if (!cl) fail("{}: 'cluster' is missing", source);
   if (!cl.IsMap()) r.fail_at(cl, "cluster must be a mapping");
   r.only_keys(cl, "cluster",
-              {"master", "secret_file", "insecure", "nodes", "connect_timeout", "load_timeout", "registry", "activations"});
+              {"master", "secret_file", "insecure", "nodes", "connect_timeout", "load_timeout", "registry", "activations",
+               "min_nodes", "join_timeout", "heartbeat_timeout", "registry_file"});
   if (const YAML::Node m = cl["master"]) {
     if (!m.IsMap()) r.fail_at(m, "cluster.master must be a mapping {host, port, control_port}");
     r.only_keys(m, "cluster.master", {"host", "port", "control_port"});
@@ -136,6 +137,22 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
     if (c.activations != "f32" && c.activations != "f16" && c.activations != "bf16")
       r.fail_at(cl["activations"], fmt::format("cluster.activations must be f32, f16 or bf16, found '{}'", c.activations));
   }
+  if (cl["min_nodes"]) {
+    c.min_nodes = r.scalar<int>(cl["min_nodes"], "cluster.min_nodes", "a positive number of nodes");
+    if (c.min_nodes < 1) r.fail_at(cl["min_nodes"], fmt::format("cluster.min_nodes must be >= 1, found {}", c.min_nodes));
+  }
+  auto positive_seconds = [&](const char* key, double& out) {
+    if (!cl[key]) return;
+    out = r.scalar<double>(cl[key], fmt::format("cluster.{}", key), "seconds");
+    if (!(out > 0) || !std::isfinite(out))
+      r.fail_at(cl[key], fmt::format("cluster.{} must be a positive number of seconds, found {}", key, out));
+  };
+  positive_seconds("join_timeout", c.join_timeout_s);
+  positive_seconds("heartbeat_timeout", c.heartbeat_timeout_s);
+  if (cl["registry_file"])
+    c.registry_file = resolve(base_dir, r.scalar<std::string>(cl["registry_file"], "cluster.registry_file", "a file path"));
+  if (!c.registry.empty() && c.registry.rfind("etcd://", 0) != 0)
+    r.fail_at(cl["registry"], fmt::format("cluster.registry must be etcd://HOST:PORT/PREFIX, found '{}'", c.registry));
   if (c.control_port == 0) c.control_port = static_cast<uint16_t>(c.master_port == 65535 ? 0 : c.master_port + 1);
 
   const YAML::Node nodes = cl["nodes"];
@@ -163,7 +180,9 @@ ClusterConfig parse_cluster_config_file(const std::string& path) {
   if (!in) fail("cannot read cluster config {}", path);
   std::stringstream text;
   text << in.rdbuf();
-  return parse_cluster_config(text.str(), path, fs::path(path).parent_path().string());
+  ClusterConfig c = parse_cluster_config(text.str(), path, fs::path(path).parent_path().string());
+  if (c.nodes_auto && c.registry_file.empty()) c.registry_file = path + ".nodes.json";
+  return c;
 }
 
 std::vector<NodePlan> plan_layers(const ClusterConfig& config, int64_t n_layer) {

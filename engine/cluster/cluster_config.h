@@ -9,6 +9,14 @@
 //       - { id: node-01, host: 10.0.0.11, port: 8010, layers: [0, 1], weight: 32 }  # inclusive
 //       - { id: node-02, host: 10.0.0.12, port: 8010, layers: auto, weight: 16 }
 //
+// Dynamic membership (docs/REGISTRY.md): `nodes: auto` plans over the workers that register
+// (`engine-worker --join MASTER_HOST:CONTROL_PORT`, or `--registry` with `registry: etcd://...`):
+//     nodes: auto
+//     min_nodes: 2             # wait for at least this many registrations ...
+//     join_timeout: 60         # ... for at most this many seconds
+//     heartbeat_timeout: 3     # a node silent this long is offline
+//     registry_file: nodes.json  # the embedded registry's persistence (default: <yaml>.nodes.json)
+//
 // Parsing checks types and required fields; every error names the file, the line and the field.
 // plan_layers() checks the layer assignment against the model's n_layer.
 #pragma once
@@ -42,6 +50,10 @@ struct ClusterConfig {
   std::string registry;          // "" (embedded) or etcd://host:port/prefix
   std::string activations = "f32";  // on the wire between stages: f32 (exact), f16 or bf16
   bool nodes_auto = false;       // `nodes: auto`
+  int min_nodes = 1;             // nodes: auto — registrations to wait for before planning
+  double join_timeout_s = 60;    // nodes: auto — how long to wait for them
+  double heartbeat_timeout_s = 3;  // registry: silent this long -> offline
+  std::string registry_file;     // embedded registry persistence; resolved like model
   std::vector<NodeConfig> nodes;
 };
 

@@ -26,6 +26,7 @@ struct Worker::Load {
   net::ConnectionPtr next;  // nullptr: last stage
   std::string next_name;
   net::DType activations = net::DType::kF32;  // what this stage sends on
+  int max_sequences = 1;
 };
 
 Worker::Worker(WorkerOptions options) : options_(std::move(options)) {
@@ -56,7 +57,8 @@ void Worker::run() {
     if (!in) {
       // A load lives only as long as the coordinator that made it (checked once its queued
       // messages, e.g. a Rollback, have been handled).
-      if (load_ && !load_->coordinator->is_open()) release("coordinator disconnected");
+      if (load_ && !load_->coordinator->is_open() && !(options_.keep_load_without_coordinator && load_->committed))
+        release("coordinator disconnected");
       continue;
     }
     try {
@@ -141,6 +143,7 @@ void Worker::handle(net::Incoming& in) {
 
 void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
   const auto t0 = Clock::now();
+  if (options_.keep_load_without_coordinator && try_readopt(p, from)) return;
   release("a new Prepare replaces it");
   auto refuse = [&](const std::string& reason) {
     spdlog::warn("{}: refusing load {}: {}", options_.node_id, p.load_id, reason);
@@ -175,6 +178,7 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
     load->stage = std::make_unique<Stage>(file_, load->config, p.layer_first, int64_t{p.layer_last} + 1, so, *pool_);
     load->coordinator = from;
     load->activations = p.activation_dtype;
+    load->max_sequences = so.max_sequences;
     if (p.next_hop) {
       load->next_name = fmt::format("{} ({}:{})", p.next_hop->node_id, p.next_hop->host, p.next_hop->port);
       net::ConnectOptions co;
@@ -195,6 +199,43 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
   } catch (const std::exception& e) {
     refuse(fmt::format("node {}: {}", options_.node_id, e.what()));
   }
+}
+
+bool Worker::try_readopt(const net::Prepare& p, const net::ConnectionPtr& from) {
+  if (!load_ || !load_->committed || identity_ != p.model_identity || load_->activations != p.activation_dtype ||
+      load_->stage->first_layer() != int64_t{p.layer_first} || load_->stage->last_layer() != int64_t{p.layer_last} + 1)
+    return false;
+  int64_t n_ctx = 0;
+  int max_sequences = 1;
+  for (const auto& kv : p.options) {
+    if (kv.key == kOptionNCtx) n_ctx = std::stoll(kv.value);
+    if (kv.key == kOptionMaxSequences) max_sequences = std::stoi(kv.value);
+  }
+  if (n_ctx != load_->stage->n_ctx() || max_sequences != load_->max_sequences) return false;
+  const std::string next_name =
+      p.next_hop ? fmt::format("{} ({}:{})", p.next_hop->node_id, p.next_hop->host, p.next_hop->port) : "";
+  if (next_name != load_->next_name || (load_->next && !load_->next->is_open())) {
+    if (load_->next) load_->next->close("next hop changed");
+    load_->next = nullptr;
+    load_->next_name = next_name;
+    if (p.next_hop) {
+      net::ConnectOptions co;
+      co.deadline = 5000ms;
+      try {
+        load_->next = node_->connect(p.next_hop->host, p.next_hop->port, co);
+      } catch (const std::exception&) {
+        return false;  // a full Prepare says why
+      }
+    }
+  }
+  load_->stage->reset_all();
+  load_->load_id = p.load_id;
+  load_->committed = false;
+  load_->coordinator = from;
+  spdlog::info("{}: re-adopted load {}: layers {}..{} already loaded, no reload", options_.node_id, p.load_id,
+               p.layer_first, p.layer_last);
+  from->send(net::Ready{p.load_id, load_->stage->weight_bytes() + load_->stage->kv_cache_bytes(), 0});
+  return true;
 }
 
 void Worker::on_forward(const net::Forward& f, const net::Payload& body, const net::ConnectionPtr& from,

@@ -34,6 +34,10 @@ struct WorkerOptions {
   std::string model_path;
   int threads = 0;  // <= 0: hardware concurrency
   net::AuthConfig auth = net::AuthConfig::insecure();
+  // Keep a committed load when its coordinator disconnects (engine-worker --join/--registry), so a
+  // restarted coordinator re-adopts it: a Prepare for the same model, layers, n_ctx, slots and
+  // activations is answered Ready at once (KV cache cleared, next hop reused or reconnected).
+  bool keep_load_without_coordinator = false;
 };
 
 class Worker {
@@ -56,6 +60,8 @@ class Worker {
   struct Load;
   void run();
   void handle(net::Incoming& in);
+  // The re-adoption above; true when it answered Ready.
+  bool try_readopt(const net::Prepare& p, const net::ConnectionPtr& from);
   void on_prepare(const net::Prepare& p, const net::ConnectionPtr& from);
   void on_forward(const net::Forward& f, const net::Payload& body, const net::ConnectionPtr& from,
                   std::chrono::steady_clock::time_point received_at);

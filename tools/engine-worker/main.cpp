@@ -2,6 +2,10 @@
 // worker.h and docs/PROTOCOL.md).
 //   engine-worker --host 127.0.0.1 --port 8010 --node-id node-01 --model FILE [--threads N]
 //                 (--secret-file F | --insecure) [--pid-file F]
+//                 [--join HOST:PORT | --registry etcd://HOST:PORT/PREFIX] [--heartbeat-ms N] [--advertise HOST]
+// --join registers with the coordinator's control port (docs/REGISTRY.md): node id, address,
+// memory, threads, ISA, model identity, servable layers and a measured speed, then heartbeats;
+// --registry announces the same record in etcd under a lease. SIGTERM deregisters first.
 // Prints one start line "engine-worker <id> listening on <host>:<port>" (port 0 -> the bound
 // port). SIGTERM/SIGINT: clean shutdown, pid file removed, exit 0.
 #include <CLI/CLI.hpp>
@@ -14,9 +18,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <tuple>
 
 #include "engine/base/error.h"
 #include "engine/pipeline/worker.h"
+#include "engine/registry/etcd_registry.h"
+#include "engine/registry/join_client.h"
+#include "engine/registry/node_probe.h"
+#include "gguf/gguf_file.h"
 #include "net/auth.h"
 
 int main(int argc, char** argv) {
@@ -33,6 +43,12 @@ int main(int argc, char** argv) {
   auto* sf = app.add_option("--secret-file", secret_file, "file holding the cluster secret");
   app.add_flag("--insecure", insecure, "no authentication (the coordinator must be insecure too)")->excludes(sf);
   app.add_option("--pid-file", pid_file, "write the process id here; removed on exit");
+  std::string join, registry_url, advertise;
+  int heartbeat_ms = 1000;
+  auto* jo = app.add_option("--join", join, "register with the coordinator's control port HOST:PORT");
+  app.add_option("--registry", registry_url, "register in etcd: etcd://HOST:PORT/PREFIX")->excludes(jo);
+  app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval when registered")->capture_default_str();
+  app.add_option("--advertise", advertise, "address announced to the registry (default: --host)");
   CLI11_PARSE(app, argc, argv);
   // Logs go to stderr; stdout carries only the start line.
   spdlog::set_default_logger(spdlog::stderr_color_mt("engine-worker"));
@@ -58,6 +74,7 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "error: model file {} does not exist\n", o.model_path);
       return 1;
     }
+    o.keep_load_without_coordinator = !join.empty() || !registry_url.empty();
     baton::pipeline::Worker worker(o);
     if (!pid_file.empty()) {
       std::ofstream out(pid_file);
@@ -67,9 +84,44 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     spdlog::info("engine-worker {} listening on {}:{} (model {}, {})", o.node_id, o.host, worker.port(),
                  o.model_path, insecure ? "insecure" : "authenticated");
+    std::unique_ptr<baton::registry::Membership> membership;
+    if (!join.empty() || !registry_url.empty()) {
+      const auto interval = std::chrono::milliseconds(std::max(50, heartbeat_ms));
+      const auto file = baton::gguf::GgufFile::open(o.model_path);
+      baton::registry::ProbeInput probe;
+      probe.node_id = o.node_id;
+      probe.host = advertise.empty() ? o.host : advertise;
+      probe.port = worker.port();
+      probe.threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+      probe.speed = baton::registry::calibrate_gflops(probe.threads);
+      const auto base = baton::registry::probe_node(probe, *file);
+      spdlog::info("engine-worker {}: calibration {:.1f} GFLOP/s, {} MiB free, identity {}", o.node_id, base.speed,
+                   base.memory_free >> 20, base.model_identity);
+      auto load = std::make_shared<baton::registry::CpuLoad>(probe.threads);
+      auto status = [base, load] {
+        auto r = base;
+        try {
+          r.memory_free = baton::registry::read_meminfo().available;
+        } catch (const std::exception&) {
+        }
+        r.load = static_cast<float>(load->sample());
+        return r;
+      };
+      if (!join.empty()) {
+        baton::registry::ControlJoinOptions jo_opts;
+        std::tie(jo_opts.host, jo_opts.port) = baton::registry::parse_host_port(join, "--join");
+        jo_opts.auth = o.auth;
+        jo_opts.heartbeat_interval = interval;
+        membership = baton::registry::start_control_join(o.node_id, jo_opts, status);
+      } else {
+        membership = baton::registry::start_backend_join(baton::registry::EtcdRegistry::open(registry_url), interval,
+                                                         status);
+      }
+    }
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info("engine-worker {}: signal {}, shutting down", o.node_id, sig);
+    if (membership) membership->stop(fmt::format("worker shutting down (signal {})", sig));
     worker.stop();
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

@@ -1,0 +1,170 @@
+#include "engine/registry/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "engine/base/error.h"
+#include "engine/model/model_config.h"
+#include "engine/model/stage.h"
+#include "gguf/model_identity.h"
+#include "gguf/shard.h"
+
+namespace baton::registry {
+
+std::string format_bytes(uint64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+  if (b >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024));
+  if (b >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
+ModelFootprint ModelFootprint::from_file(const gguf::GgufFile& file, int64_t n_ctx, int max_sequences) {
+  const ModelConfig config = ModelConfig::from_metadata(file.metadata());
+  ModelFootprint m;
+  m.model_identity = gguf::model_identity(file);
+  m.n_layer = config.n_layer;
+  m.layer_bytes.assign(static_cast<size_t>(config.n_layer), 0);
+  for (const auto& t : file.tensors()) {
+    const int64_t il = gguf::tensor_layer(t.name);
+    if (il >= 0 && il < config.n_layer) {
+      m.layer_bytes[static_cast<size_t>(il)] += t.n_bytes;
+    } else if (il < 0 && t.name.rfind("token_", 0) != 0 && t.name.rfind("output", 0) != 0 &&
+               t.name.rfind("position_embd", 0) != 0) {
+      m.shared_bytes += t.n_bytes;
+    }
+  }
+  m.n_ctx = effective_n_ctx(config, n_ctx);
+  m.max_sequences = max_sequences < 1 ? 1 : max_sequences;
+  m.kv_bytes_per_layer = 2ull * static_cast<uint64_t>(m.n_ctx) * static_cast<uint64_t>(config.kv_dim()) * 2ull *
+                         static_cast<uint64_t>(m.max_sequences);
+  return m;
+}
+
+uint64_t range_bytes(const ModelFootprint& model, const PlannerOptions& options, int64_t first, int64_t last) {
+  uint64_t weights = model.shared_bytes;
+  for (int64_t l = first; l < last; ++l) weights += model.layer_bytes[static_cast<size_t>(l)];
+  const uint64_t data = weights + model.kv_bytes_per_layer * static_cast<uint64_t>(last - first);
+  return data + options.headroom_bytes + static_cast<uint64_t>(static_cast<double>(data) * options.headroom_fraction);
+}
+
+namespace {
+
+struct Candidate {
+  const NodeRecord* record;
+  int64_t serve_first, serve_last;  // [first, last)
+  double weight;
+};
+
+}  // namespace
+
+std::vector<PlannedNode> plan_nodes(const std::vector<NodeRecord>& nodes, const ModelFootprint& model,
+                                    const PlannerOptions& options) {
+  const int64_t L = model.n_layer;
+  if (L <= 0) fail("plan: the model has no layers");
+  std::vector<Candidate> cands;
+  std::vector<std::string> skipped;
+  const bool all_speed = std::all_of(nodes.begin(), nodes.end(), [](const NodeRecord& r) { return r.speed > 0; });
+  for (const auto& r : nodes) {
+    if (r.model_identity != model.model_identity) {
+      skipped.push_back(fmt::format("{} has model identity {}, the coordinator's is {}", r.node_id, r.model_identity,
+                                    model.model_identity));
+      continue;
+    }
+    if (r.layers.empty()) {
+      skipped.push_back(fmt::format("{} serves no layers", r.node_id));
+      continue;
+    }
+    const int64_t f = r.layers[0].first, l = std::min<int64_t>(r.layers[0].last + 1, L);
+    if (f >= l) {
+      skipped.push_back(fmt::format("{} serves layers {}-{}, outside the model's 0-{}", r.node_id, r.layers[0].first,
+                                    r.layers[0].last, L - 1));
+      continue;
+    }
+    const double w = all_speed ? static_cast<double>(r.speed) : std::max(1.0, static_cast<double>(r.memory_free) / 1e9);
+    cands.push_back({&r, f, l, w});
+  }
+  if (cands.empty())
+    fail("plan: no node can serve model {} ({} registered{}{})", model.model_identity, nodes.size(),
+         skipped.empty() ? "" : ": ", fmt::join(skipped, "; "));
+  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    return a.serve_first != b.serve_first ? a.serve_first < b.serve_first : a.record->node_id < b.record->node_id;
+  });
+
+  // best[i][b]: least cost covering layers [0, b) with candidates < i; from[i][b]: where the
+  // range of candidate i-1 began (-1: skipped it).
+  const size_t n = cands.size();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(n + 1, std::vector<double>(static_cast<size_t>(L + 1), inf));
+  std::vector<std::vector<int64_t>> from(n + 1, std::vector<int64_t>(static_cast<size_t>(L + 1), -2));
+  best[0][0] = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Candidate& c = cands[i];
+    for (int64_t b = 0; b <= L; ++b) {
+      const double base = best[i][static_cast<size_t>(b)];
+      if (base == inf) continue;
+      if (base < best[i + 1][static_cast<size_t>(b)]) {
+        best[i + 1][static_cast<size_t>(b)] = base;
+        from[i + 1][static_cast<size_t>(b)] = -1;
+      }
+      if (b < c.serve_first || b >= c.serve_last) continue;
+      for (int64_t e = b + 1; e <= c.serve_last; ++e) {
+        if (range_bytes(model, options, b, e) > c.record->memory_free) break;
+        const double k = static_cast<double>(e - b);
+        const double cost = base + k * k / c.weight;
+        if (cost < best[i + 1][static_cast<size_t>(e)]) {
+          best[i + 1][static_cast<size_t>(e)] = cost;
+          from[i + 1][static_cast<size_t>(e)] = b;
+        }
+      }
+    }
+  }
+  if (best[n][static_cast<size_t>(L)] == inf) {
+    uint64_t free_total = 0;
+    for (const auto& c : cands) free_total += c.record->memory_free;
+    uint64_t weights = 0;
+    for (auto b : model.layer_bytes) weights += b;
+    const uint64_t kv = model.kv_bytes_per_layer * static_cast<uint64_t>(L);
+    // At least one node needs shared tensors and headroom; assume every eligible node is used.
+    uint64_t need = weights + kv + static_cast<uint64_t>(static_cast<double>(weights + kv) * options.headroom_fraction) +
+                    cands.size() * (options.headroom_bytes + model.shared_bytes);
+    std::string why;
+    if (need > free_total)
+      why = fmt::format("{} missing", format_bytes(need - free_total));
+    else
+      why = "enough in total, but no contiguous assignment fits each node's memory and servable layers";
+    fail("plan: cannot place {} layers (weights {} + KV cache {} for n_ctx {} x {} slots + headroom) on {} eligible "
+         "node(s) with {} free in total: {}{}{}",
+         L, format_bytes(weights), format_bytes(kv), model.n_ctx, model.max_sequences, cands.size(),
+         format_bytes(free_total), why, skipped.empty() ? "" : "; skipped: ", fmt::join(skipped, "; "));
+  }
+  std::vector<PlannedNode> plan;
+  int64_t e = L;
+  for (size_t i = n; i > 0; --i) {
+    const int64_t b = from[i][static_cast<size_t>(e)];
+    if (b == -1) continue;
+    plan.push_back({*cands[i - 1].record, b, e, range_bytes(model, options, b, e)});
+    e = b;
+  }
+  std::reverse(plan.begin(), plan.end());
+  return plan;
+}
+
+std::string format_plan_table(const std::vector<PlannedNode>& plan, const std::string& coordinator_address) {
+  std::string out = "| id | address | memory | layers | port | role |\n|---|---|---|---|---|---|\n";
+  const auto colon = coordinator_address.rfind(':');
+  out += fmt::format("| coordinator | {} | - | embeddings, output head | {} | coordinator |\n",
+                     coordinator_address.substr(0, colon),
+                     colon == std::string::npos ? "" : coordinator_address.substr(colon + 1));
+  for (const auto& p : plan)
+    out += fmt::format("| {} | {} | {} of {} free | {}-{} | {} | worker |\n", p.record.node_id, p.record.host,
+                       format_bytes(p.bytes_needed), format_bytes(p.record.memory_free), p.first, p.last - 1,
+                       p.record.port);
+  return out;
+}
+
+}  // namespace baton::registry

@@ -1,0 +1,170 @@
+// The planner on synthetic NodeRecords (and the real footprint of a fixture model): ranges in
+// proportion to speed, memory caps, shards, other models, and the refusal that says how much
+// memory is missing.
+#include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include "engine/base/error.h"
+#include "engine/registry/planner.h"
+#include "fixtures.h"
+#include "gguf/gguf_file.h"
+#include "gguf/model_identity.h"
+
+using namespace baton::registry;
+
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+ModelFootprint footprint(int64_t n_layer, uint64_t layer_mib, uint64_t kv_mib = 0) {
+  ModelFootprint m;
+  m.model_identity = "model-a";
+  m.n_layer = n_layer;
+  m.layer_bytes.assign(static_cast<size_t>(n_layer), layer_mib * kMiB);
+  m.kv_bytes_per_layer = kv_mib * kMiB;
+  m.n_ctx = 512;
+  return m;
+}
+
+NodeRecord node(const std::string& id, uint64_t free_mib, float speed, uint32_t first = 0, uint32_t last = 1000) {
+  NodeRecord r;
+  r.node_id = id;
+  r.host = "10.0.0." + id.substr(id.size() - 1);
+  r.port = 9000;
+  r.memory_total = free_mib * kMiB * 2;
+  r.memory_free = free_mib * kMiB;
+  r.threads = 4;
+  r.isa = "avx2";
+  r.layers = {{first, last}};
+  r.model_identity = "model-a";
+  r.speed = speed;
+  return r;
+}
+
+PlannerOptions no_headroom() {
+  PlannerOptions o;
+  o.headroom_bytes = 0;
+  o.headroom_fraction = 0;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("planner: contiguous ranges in proportion to speed, in id order") {
+  auto m = footprint(24, 10);
+  auto plan = plan_nodes({node("w1", 10000, 10), node("w2", 10000, 20), node("w3", 10000, 30)}, m, no_headroom());
+  REQUIRE(plan.size() == 3);
+  CHECK(plan[0].record.node_id == "w1");
+  CHECK(plan[0].first == 0);
+  CHECK(plan[0].last == 4);   // 24 * 10/60
+  CHECK(plan[1].first == 4);
+  CHECK(plan[1].last == 12);  // 24 * 20/60
+  CHECK(plan[2].first == 12);
+  CHECK(plan[2].last == 24);  // 24 * 30/60
+  CHECK(plan[2].bytes_needed == 12 * 10 * kMiB);
+}
+
+TEST_CASE("planner: equal nodes split evenly; memory decides when no speed was measured") {
+  auto m = footprint(10, 1);
+  auto even = plan_nodes({node("w1", 1000, 5), node("w2", 1000, 5)}, m, no_headroom());
+  REQUIRE(even.size() == 2);
+  CHECK(even[0].last == 5);
+  auto by_memory = plan_nodes({node("w1", 3000, 0), node("w2", 1000, 0)}, m, no_headroom());
+  REQUIRE(by_memory.size() == 2);
+  CHECK(by_memory[0].last - by_memory[0].first == 7);  // ~ 10 * 3/4, rounded to the best integer split
+  CHECK(by_memory[1].last - by_memory[1].first == 3);
+}
+
+TEST_CASE("planner: never exceeds a node's memory (weights + KV + headroom)") {
+  auto m = footprint(12, 100, 20);  // 120 MiB per layer with its KV cache
+  PlannerOptions o;
+  o.headroom_bytes = 50 * kMiB;
+  o.headroom_fraction = 0.10;
+  // The fast node can hold only 3 layers: 3 * 120 * 1.1 + 50 = 446 MiB <= 450; 4 would need 578.
+  auto plan = plan_nodes({node("w1", 450, 1000), node("w2", 100000, 1)}, m, o);
+  REQUIRE(plan.size() == 2);
+  CHECK(plan[0].record.node_id == "w1");
+  CHECK(plan[0].last - plan[0].first == 3);
+  CHECK(plan[0].bytes_needed <= plan[0].record.memory_free);
+  CHECK(plan[0].bytes_needed == range_bytes(m, o, 0, 3));
+  CHECK(plan[1].first == 3);
+  CHECK(plan[1].last == 12);
+}
+
+TEST_CASE("planner: refuses when memory is short and says how much is missing") {
+  auto m = footprint(8, 100);  // 800 MiB of weights
+  try {
+    plan_nodes({node("w1", 300, 1), node("w2", 300, 1)}, m, no_headroom());
+    FAIL("expected a refusal");
+  } catch (const baton::Error& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("200.0 MiB missing") != std::string::npos);
+    CHECK(what.find("8 layers") != std::string::npos);
+    CHECK(what.find("600.0 MiB free in total") != std::string::npos);
+  }
+}
+
+TEST_CASE("planner: skips nodes of another model and says why when none is left") {
+  auto m = footprint(4, 1);
+  auto other = node("w2", 1000, 1);
+  other.model_identity = "model-b";
+  auto plan = plan_nodes({node("w1", 1000, 1), other}, m, no_headroom());
+  REQUIRE(plan.size() == 1);
+  CHECK(plan[0].record.node_id == "w1");
+  CHECK(plan[0].last == 4);
+  CHECK_THROWS_WITH(plan_nodes({other}, m, no_headroom()),
+                    Catch::Contains("w2 has model identity model-b, the coordinator's is model-a"));
+  CHECK_THROWS_WITH(plan_nodes({}, m, no_headroom()), Catch::Contains("no node can serve"));
+}
+
+TEST_CASE("planner: shards serve only their own range") {
+  auto m = footprint(8, 1);
+  // w1 holds 0-3, w2 holds 4-7: however fast w2 is, the split is 4/4.
+  auto plan = plan_nodes({node("w2", 1000, 100, 4, 7), node("w1", 1000, 1, 0, 3)}, m, no_headroom());
+  REQUIRE(plan.size() == 2);
+  CHECK(plan[0].record.node_id == "w1");
+  CHECK(plan[0].first == 0);
+  CHECK(plan[0].last == 4);
+  CHECK(plan[1].first == 4);
+  CHECK(plan[1].last == 8);
+  // Only layers 0-3 are servable anywhere: refused.
+  CHECK_THROWS_AS(plan_nodes({node("w1", 1000, 1, 0, 3)}, m, no_headroom()), baton::Error);
+}
+
+TEST_CASE("planner: more nodes than layers leaves the slowest without layers") {
+  auto m = footprint(2, 1);
+  auto plan = plan_nodes({node("w1", 1000, 1), node("w2", 1000, 50), node("w3", 1000, 40)}, m, no_headroom());
+  REQUIRE(plan.size() == 2);
+  CHECK(plan[0].record.node_id == "w2");
+  CHECK(plan[1].record.node_id == "w3");
+}
+
+TEST_CASE("planner: footprint of a real model and the plan table") {
+  auto file = baton::gguf::GgufFile::open(baton::test::shared_path("models/stories260K.gguf"));
+  auto m = ModelFootprint::from_file(*file, 64, 2);
+  CHECK(m.n_layer == 5);
+  CHECK(m.model_identity == baton::gguf::model_identity(*file));
+  uint64_t total = m.shared_bytes;
+  for (auto b : m.layer_bytes) {
+    CHECK(b > 0);
+    total += b;
+  }
+  uint64_t blocks = 0;
+  for (const auto& t : file->tensors())
+    if (t.name.rfind("blk.", 0) == 0) blocks += t.n_bytes;
+  CHECK(total - m.shared_bytes == blocks);
+  CHECK(m.kv_bytes_per_layer == 2ull * 64 * 32 * 2 * 2);  // K+V x n_ctx x kv_dim (4 kv heads x 8) x f16 x 2 slots
+  auto a = node("w1", 1000, 1), b = node("w2", 1000, 1);
+  a.model_identity = b.model_identity = m.model_identity;
+  auto plan = plan_nodes({a, b}, m);
+  REQUIRE(plan.size() == 2);
+  const std::string table = format_plan_table(plan, "127.0.0.1:8021");
+  INFO(table);
+  CHECK(table.find("| id | address | memory | layers | port | role |") == 0);
+  CHECK(table.find("| coordinator | 127.0.0.1 | - | embeddings, output head | 8021 | coordinator |") != std::string::npos);
+  CHECK(table.find("| w1 | 10.0.0.1 |") != std::string::npos);
+  CHECK(plan[0].first == 0);
+  CHECK(plan[1].last == 5);
+  CHECK(table.find(fmt::format("| 0-{} | 9000 | worker |", plan[0].last - 1)) != std::string::npos);
+}
