@@ -1,0 +1,234 @@
+// The dynamic registry with real engine-worker processes on 127.0.0.1 (`--join` to a
+// DynamicCluster in this process): join + heartbeat + plan + generation identical to one
+// process, kill -9 -> offline, SIGTERM -> deregistered at once, a wrong secret refused, and a
+// coordinator restart that recovers its nodes from the file and re-adopts them without reloading.
+#include <catch2/catch.hpp>
+#include <fmt/core.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "engine/base/error.h"
+#include "engine/cluster/cluster_config.h"
+#include "engine/registry/dynamic_cluster.h"
+#include "engine/runtime/generator.h"
+#include "engine/runtime/local_model.h"
+#include "fixtures.h"
+#include "pipeline/worker_process.h"
+
+namespace {
+
+using baton::registry::DynamicCluster;
+using baton::registry::NodeState;
+using baton::test::WorkerProcess;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+const std::string kModel = "models/stories260K.gguf";
+
+std::string write_secret(const std::string& secret) {
+  static int n = 0;
+  std::string path = baton::test::temp_dir() + "/registry-secret-" + std::to_string(n++);
+  std::ofstream(path) << secret << "\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  return path;
+}
+
+// nodes: auto on a free control port (control_port 0 after parsing), persisted to `file`.
+baton::ClusterConfig auto_config(const std::string& secret_file, const std::string& file, int min_nodes,
+                                 uint16_t control_port = 0) {
+  auto c = baton::parse_cluster_config(
+      fmt::format("model: {}\ncluster:\n  secret_file: {}\n  nodes: auto\n  min_nodes: {}\n  join_timeout: 10\n"
+                  "  heartbeat_timeout: 1\n  connect_timeout: 5\n  load_timeout: 20\n  registry_file: {}\n",
+                  baton::test::shared_path(kModel), secret_file, min_nodes, file),
+      "auto.yaml", "/");
+  c.control_port = control_port;
+  return c;
+}
+
+baton::registry::DynamicClusterOptions options() {
+  baton::registry::DynamicClusterOptions o;
+  o.cluster.threads = 1;
+  o.cluster.n_ctx = 128;
+  return o;
+}
+
+std::unique_ptr<WorkerProcess> join(const std::string& id, uint16_t port, const std::string& secret_file) {
+  return std::make_unique<WorkerProcess>(
+      id, baton::test::shared_path(kModel),
+      std::vector<std::string>{"--secret-file", secret_file, "--join", fmt::format("127.0.0.1:{}", port),
+                               "--heartbeat-ms", "200"});
+}
+
+std::vector<int32_t> generate(baton::LayerRunner& layers, baton::ModelHead& head, const baton::tokenizer::Tokenizer& tok) {
+  baton::GenerateOptions go;
+  go.n_predict = 12;
+  go.sampling.temperature = 0;
+  baton::Generator g(head, layers);
+  std::vector<int32_t> out;
+  for (const auto& s : g.generate(1, tok.encode("Once upon a time", true, true), go).steps) out.push_back(s.token);
+  return out;
+}
+
+std::vector<int32_t> local_tokens() {
+  baton::LocalModelOptions lo;
+  lo.threads = 1;
+  lo.n_ctx = 128;
+  baton::LocalModel m(baton::test::shared_path(kModel), lo);
+  return generate(m.layers(), m.head(), m.tokenizer());
+}
+
+// A port nobody listens on now. Workers are spawned BEFORE the coordinator listens: a child
+// spawned later would inherit the listening socket (the net layer does not set CLOEXEC).
+uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw std::runtime_error("cannot find a free port");
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Polls `pred` for up to `limit`; returns the time it took, or -1 ms.
+template <class Pred>
+std::chrono::milliseconds eventually(Pred pred, std::chrono::milliseconds limit = 5000ms) {
+  const auto t0 = Clock::now();
+  while (Clock::now() - t0 < limit) {
+    if (pred()) return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+    std::this_thread::sleep_for(10ms);
+  }
+  return -1ms;
+}
+
+NodeState state_of(DynamicCluster& d, const std::string& id) {
+  auto e = d.registry().find(id);
+  return e ? e->state : NodeState::kOffline;
+}
+
+}  // namespace
+
+TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one process; kill -9 and SIGTERM", "[registry]") {
+  const std::string secret = write_secret("registry test secret");
+  const std::string file = baton::test::temp_dir() + "/nodes-a.json";
+  const uint16_t port = free_port();
+  auto w1 = join("w1", port, secret);
+  auto w2 = join("w2", port, secret);
+  DynamicCluster dc(auto_config(secret, file, 2, port), options());
+  dc.start();
+
+  const auto plan = dc.plan();
+  REQUIRE(plan.size() == 2);
+  CHECK(plan[0].record.node_id == "w1");
+  CHECK(plan[0].first == 0);
+  CHECK(plan[1].last == 5);
+  CHECK(plan[0].record.port == w1->port());
+  CHECK(plan[0].record.speed > 0);
+  CHECK(plan[0].record.memory_total > 0);
+  CHECK(!plan[0].record.isa.empty());
+  CHECK(plan[0].record.threads == 1);
+  CHECK(!dc.readopted());
+  INFO(dc.plan_table());
+  CHECK(dc.plan_table().find("| w2 | 127.0.0.1 |") != std::string::npos);
+  CHECK(std::filesystem::exists(file));
+
+  auto snap = dc.snapshot();
+  CHECK(snap.ready);
+  CHECK(snap.layers_covered);
+  REQUIRE(snap.nodes.size() == 3);  // coordinator + 2
+  CHECK(snap.nodes[1].status == "online");
+  CHECK(snap.nodes[1].last_layer == plan[0].last - 1);
+
+  // Heartbeats keep arriving (interval 200 ms, timeout 1 s).
+  std::this_thread::sleep_for(600ms);
+  snap = dc.snapshot();
+  CHECK(snap.nodes[1].last_heartbeat_seconds >= 0);
+  CHECK(snap.nodes[1].last_heartbeat_seconds < 0.5);
+  CHECK(state_of(dc, "w1") == NodeState::kOnline);
+
+  auto& c = dc.cluster();
+  CHECK(generate(c.layers(), c.head(), c.tokenizer()) == local_tokens());
+
+  // kill -9: offline well within the heartbeat timeout (the control connection drops), not ready.
+  w2->kill_now();
+  auto took = eventually([&] { return state_of(dc, "w2") == NodeState::kOffline; }, 3000ms);
+  CHECK(took >= 0ms);
+  CHECK(took <= 1500ms);
+  snap = dc.snapshot();
+  CHECK(!snap.ready);
+  CHECK(snap.detail.find("node w2") != std::string::npos);
+  // Requests fail with a clear error naming the node.
+  CHECK_THROWS_WITH(generate(c.layers(), c.head(), c.tokenizer()), Catch::Contains("w2"));
+
+  // SIGTERM: deregistered at once (before the timeout could have fired).
+  const auto t0 = Clock::now();
+  CHECK(w1->terminate() == 0);
+  auto e = dc.registry().find("w1");
+  took = eventually([&] {
+    e = dc.registry().find("w1");
+    return e && e->departed;
+  }, 3000ms);
+  CHECK(took >= 0ms);
+  CHECK(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0) < 1000ms);
+  REQUIRE(e);
+  CHECK(e->reason.find("deregistered") != std::string::npos);
+}
+
+TEST_CASE("registry: a worker with the wrong secret is refused", "[registry]") {
+  const std::string secret = write_secret("right secret");
+  const std::string wrong = write_secret("wrong secret");
+  const uint16_t port = free_port();
+  auto bad = join("intruder", port, wrong);
+  DynamicCluster dc(auto_config(secret, baton::test::temp_dir() + "/nodes-b.json", 1, port), options());
+  CHECK(WorkerProcess::eventually_contains(*bad, "cannot join"));
+  std::this_thread::sleep_for(300ms);
+  CHECK(!dc.registry().find("intruder"));
+  auto snap = dc.snapshot();
+  CHECK(!snap.ready);
+  CHECK(snap.detail.find("waiting for workers") != std::string::npos);
+}
+
+TEST_CASE("registry: a restarted coordinator recovers its nodes from the file and re-adopts them without reloading",
+          "[registry]") {
+  const std::string secret = write_secret("restart secret");
+  const std::string file = baton::test::temp_dir() + "/nodes-c.json";
+  const auto want = local_tokens();
+  const uint16_t port = free_port();
+  auto w1 = join("w1", port, secret);
+  auto w2 = join("w2", port, secret);
+  double first_ms = 0;
+  {
+    DynamicCluster dc(auto_config(secret, file, 2, port), options());
+    dc.start();
+    first_ms = dc.serve_again_ms();
+    auto& c = dc.cluster();
+    CHECK(generate(c.layers(), c.head(), c.tokenizer()) == want);
+  }  // coordinator gone: workers keep their layers and retry the control port
+
+  DynamicCluster again(auto_config(secret, file, 2, port), options());
+  // Recovered from the file before any worker re-registered.
+  auto recovered = again.registry().entries();
+  REQUIRE(recovered.size() == 2);
+  again.start();
+  CHECK(again.readopted());
+  CHECK(WorkerProcess::eventually_contains(*w1, "re-adopted load"));
+  CHECK(WorkerProcess::eventually_contains(*w2, "re-adopted load"));
+  fmt::print("registry restart: first load {:.0f} ms, serving again after restart {:.0f} ms (re-adopted)\n", first_ms,
+             again.serve_again_ms());
+  CHECK(again.serve_again_ms() < 5000);
+  auto& c = again.cluster();
+  CHECK(generate(c.layers(), c.head(), c.tokenizer()) == want);
+  CHECK(again.snapshot().ready);
+}
