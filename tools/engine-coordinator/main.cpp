@@ -1,26 +1,67 @@
-// engine-coordinator: loads a cluster from its YAML topology and keeps it loaded.
-//   engine-coordinator --config cluster.yaml [-t THREADS] [--ctx N]
-// For now (the HTTP API comes later) it logs "cluster ready", prints the plan table and waits
-// for SIGTERM/SIGINT, then says Goodbye to every worker and exits 0.
+// engine-coordinator: the OpenAI-compatible HTTP server (docs/API.md).
+//   engine-coordinator --model FILE [--host 127.0.0.1] [--port 8021]   one process, all layers
+//   engine-coordinator --config cluster.yaml                            a cluster of engine-workers,
+//                                                                       served at cluster.master
+// Options: --api-key KEY | --api-key-file F, --slots N, --queue N, -c/--ctx N, -t/--threads N,
+// --n-batch N, --alias NAME, --chat-template NAME. Prints "listening on http://HOST:PORT" once it
+// accepts connections; SIGTERM/SIGINT: stop accepting, abort running requests, exit 0.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 
+#include "engine/api/http_server.h"
+#include "engine/api/served_model.h"
 #include "engine/cluster/cluster_config.h"
-#include "engine/pipeline/cluster.h"
+
+namespace {
+
+std::string read_key_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) baton::fail("cannot read --api-key-file {}", path);
+  std::string key;
+  std::getline(in, key);
+  while (!key.empty() && (key.back() == '\r' || key.back() == ' ' || key.back() == '\t')) key.pop_back();
+  if (key.empty()) baton::fail("--api-key-file {}: the first line is empty", path);
+  return key;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Load a Baton cluster (engine-workers) and keep it loaded"};
-  std::string config_path;
-  baton::pipeline::ClusterOptions co;
-  app.add_option("--config", config_path, "cluster YAML")->required();
-  app.add_option("-t,--threads", co.threads, "threads for embedding and output head (default: all cores)");
-  app.add_option("-c,--ctx", co.n_ctx, "context length (default: the model's, at most 4096)");
+  CLI::App app{"Serve a model (one process or a cluster of engine-workers) over an OpenAI-compatible HTTP API"};
+  std::string model_path, config_path, api_key, api_key_file;
+  baton::api::ServeOptions so;
+  baton::api::ServerOptions http;
+  auto* model_opt = app.add_option("-m,--model", model_path, "GGUF model: serve it in this process");
+  auto* config_opt = app.add_option("--config", config_path, "cluster YAML: serve the cluster at cluster.master");
+  model_opt->excludes(config_opt);
+  auto* host_opt = app.add_option("--host", http.host, "listen address (default 127.0.0.1)");
+  auto* port_opt = app.add_option("--port", http.port, "listen port (default 8021; 0 = any free port)");
+  app.add_option("--api-key", api_key, "require 'Authorization: Bearer KEY' (all routes but /health)");
+  app.add_option("--api-key-file", api_key_file, "like --api-key, the key being the file's first line");
+  app.add_option("--slots", so.scheduler.slots, "sequences generated at once (KV cache slots)")->check(CLI::Range(1, 256));
+  app.add_option("--queue", so.scheduler.queue_limit, "requests waiting for a slot before 503")->check(CLI::Range(0, 100000));
+  app.add_option("--n-batch", so.scheduler.n_batch, "tokens per forward pass")->check(CLI::Range(1, 1 << 20));
+  app.add_option("-c,--ctx", so.n_ctx, "context length (default: the model's, at most 4096)");
+  app.add_option("-t,--threads", so.threads, "compute threads (default: all cores)");
+  app.add_option("--alias", so.alias, "model id in the API (default: the file name without .gguf)");
+  app.add_option("--chat-template", so.chat_template, "chat template by name (default: the model's)");
+  app.add_option("--http-threads", http.threads, "HTTP worker threads (default 4 x slots + 8)");
   CLI11_PARSE(app, argc, argv);
+  if (model_path.empty() && config_path.empty()) {
+    fmt::print(stderr, "error: give --model FILE or --config cluster.yaml\n");
+    return 1;
+  }
+  if (!api_key.empty() && !api_key_file.empty()) {
+    fmt::print(stderr, "error: give --api-key or --api-key-file, not both\n");
+    return 1;
+  }
 
+  // Every thread started from here on inherits the blocked signals; main waits for them.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -28,17 +69,30 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   try {
-    auto config = baton::parse_cluster_config_file(config_path);
-    baton::pipeline::Cluster cluster(config, co);
-    spdlog::info("cluster ready: {} ({} layers) on {} nodes", config.model, cluster.config().n_layer,
-                 cluster.plan().size());
-    fmt::print("| node | address | layers |\n| --- | --- | --- |\n");
-    for (const auto& n : cluster.plan())
-      fmt::print("| {} | {}:{} | {}-{} |\n", n.id, n.host, n.port, n.first, n.last - 1);
+    http.api_key = api_key_file.empty() ? api_key : read_key_file(api_key_file);
+    std::unique_ptr<baton::api::ServedModel> model;
+    if (!config_path.empty()) {
+      auto config = baton::parse_cluster_config_file(config_path);
+      if (!host_opt->count()) http.host = config.master_host;
+      if (!port_opt->count()) http.port = config.master_port;
+      model = baton::api::ServedModel::open_cluster(config, so);
+      spdlog::info("cluster ready: {} ({} layers) on {} nodes", config.model, model->info().n_layer, model->plan().size());
+      fmt::print("| node | address | layers |\n| --- | --- | --- |\n");
+      for (const auto& n : model->plan()) fmt::print("| {} | {}:{} | {}-{} |\n", n.id, n.host, n.port, n.first, n.last - 1);
+    } else {
+      model = baton::api::ServedModel::open_local(model_path, so);
+    }
+    baton::api::HttpServer server(*model, http);
+    server.start();
+    fmt::print("listening on http://{}:{}\n", http.host, server.port());
     std::fflush(stdout);
+    spdlog::info("serving {} ({} slots, context {}){}", model->info().id, so.scheduler.slots, model->info().n_ctx,
+                 http.api_key.empty() ? "" : ", API key required");
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info("engine-coordinator: signal {}, shutting down", sig);
+    server.stop();
+    model.reset();
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
