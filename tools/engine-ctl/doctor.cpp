@@ -1,0 +1,168 @@
+// engine-ctl doctor: every check prints "ok", "FAIL" or "note" and a reason; any FAIL -> exit 1.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/core.h>
+
+#include "commands.h"
+#include "engine/cluster/cluster_config.h"
+#include "engine/registry/node_probe.h"
+#include "engine/registry/planner.h"
+#include "gguf/gguf_file.h"
+#include "net/auth.h"
+
+namespace baton::ctl {
+
+namespace {
+
+// TCP connect to host:port within `timeout` (like `nc -zv`): "" when it connected, else why not.
+std::string probe_tcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0)
+    return fmt::format("cannot resolve {}: {}", host, gai_strerror(rc));
+  std::string why = "no address";
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    int rc = connect(fd, a->ai_addr, a->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      rc = poll(&p, 1, static_cast<int>(timeout.count()));
+      if (rc == 0) {
+        why = fmt::format("no answer within {} ms", timeout.count());
+        close(fd);
+        continue;
+      }
+      int err = 0;
+      socklen_t len = sizeof err;
+      getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      rc = err == 0 ? 0 : -1;
+      errno = err;
+    }
+    if (rc == 0) {
+      close(fd);
+      freeaddrinfo(res);
+      return "";
+    }
+    why = std::strerror(errno);
+    close(fd);
+  }
+  freeaddrinfo(res);
+  return why;
+}
+
+bool is_local(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1"; }
+
+struct Report {
+  int failures = 0;
+  void ok(const std::string& what) { fmt::print("ok    {}\n", what); }
+  void note(const std::string& what) { fmt::print("note  {}\n", what); }
+  void fail(const std::string& what) {
+    fmt::print("FAIL  {}\n", what);
+    ++failures;
+  }
+};
+
+}  // namespace
+
+int run_doctor(const DoctorArgs& args) {
+  Report r;
+  ClusterConfig config;
+  try {
+    config = parse_cluster_config_file(args.config);
+    r.ok(fmt::format("{}: valid cluster config ({})", args.config,
+                     config.nodes_auto ? "nodes: auto" : fmt::format("{} nodes", config.nodes.size())));
+  } catch (const std::exception& e) {
+    r.fail(e.what());
+    fmt::print("1 check failed\n");
+    return 1;
+  }
+  if (!config.insecure) {
+    try {
+      net::load_secret_file(config.secret_file);
+      r.ok(fmt::format("secret file {} readable", config.secret_file));
+    } catch (const std::exception& e) {
+      r.fail(e.what());
+    }
+  }
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(args.timeout_s * 1000));
+  for (const auto& n : config.nodes) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string why = probe_tcp(n.host, n.port, timeout);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (why.empty())
+      r.ok(fmt::format("node {} {}:{}: port open ({:.1f} ms)", n.id, n.host, n.port, ms));
+    else
+      r.fail(fmt::format("node {} {}:{}: port not reachable: {}", n.id, n.host, n.port, why));
+  }
+  std::shared_ptr<const gguf::GgufFile> file;
+  try {
+    file = gguf::GgufFile::open(config.model);
+  } catch (const std::exception& e) {
+    r.fail(fmt::format("model {}: {}", config.model, e.what()));
+  }
+  if (file) {
+    const auto fp = registry::ModelFootprint::from_file(*file, args.n_ctx, args.slots);
+    uint64_t weights = 0;
+    for (auto b : fp.layer_bytes) weights += b;
+    r.ok(fmt::format("model {}: {} layers, {} of layer weights, KV cache {} per layer (n_ctx {} x {} slots)",
+                     config.model, fp.n_layer, registry::format_bytes(weights),
+                     registry::format_bytes(fp.kv_bytes_per_layer), fp.n_ctx, fp.max_sequences));
+    if (config.nodes_auto) {
+      r.note(fmt::format("nodes: auto: workers join {}:{} and are planned by memory and speed; the whole model needs "
+                         "{} on the workers together",
+                         config.master_host, config.control_port,
+                         registry::format_bytes(registry::range_bytes(fp, {}, 0, fp.n_layer))));
+    } else {
+      try {
+        const auto plan = plan_layers(config, fp.n_layer);
+        r.ok(fmt::format("layers 0-{} covered exactly once by {} node(s)", fp.n_layer - 1, plan.size()));
+        uint64_t local_need = 0;
+        std::vector<std::string> local_ids;
+        for (const auto& p : plan) {
+          const uint64_t need = registry::range_bytes(fp, {}, p.first, p.last);
+          r.note(fmt::format("node {} layers {}-{} needs {} (weights + KV + headroom)", p.id, p.first, p.last - 1,
+                             registry::format_bytes(need)));
+          if (is_local(p.host)) local_need += need, local_ids.push_back(p.id);
+        }
+        if (!local_ids.empty()) {
+          const auto mem = registry::read_meminfo();
+          const std::string what = fmt::format("this machine ({} local node(s)) needs {}, {} available",
+                                               local_ids.size(), registry::format_bytes(local_need),
+                                               registry::format_bytes(mem.available));
+          if (local_need <= mem.available)
+            r.ok("memory fit: " + what);
+          else
+            r.fail(fmt::format("memory fit: {}: {} missing", what, registry::format_bytes(local_need - mem.available)));
+        }
+        if (local_ids.size() < plan.size())
+          r.note("memory of remote nodes is not checked here: their workers report it when they --join");
+      } catch (const std::exception& e) {
+        r.fail(fmt::format("layer coverage: {}", e.what()));
+      }
+    }
+  }
+  if (r.failures == 0) {
+    fmt::print("all checks passed\n");
+    return 0;
+  }
+  fmt::print("{} check(s) failed\n", r.failures);
+  return 1;
+}
+
+}  // namespace baton::ctl
