@@ -1,0 +1,104 @@
+// The etcd backend end to end: workers `--registry etcd://...` (lease-bound keys), the
+// coordinator (`cluster.registry: etcd://...`) watching the prefix, planning and serving; a
+// SIGTERM'd worker withdraws at once, a kill -9'd one drops out when its lease expires.
+// Uses a real etcd (tests/etcd/etcd_server.h); skipped with a WARN only when none is installed.
+#include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <chrono>
+#include <thread>
+
+#include "engine/cluster/cluster_config.h"
+#include "engine/registry/dynamic_cluster.h"
+#include "engine/runtime/generator.h"
+#include "engine/runtime/local_model.h"
+#include "etcd/etcd_server.h"
+#include "fixtures.h"
+#include "pipeline/worker_process.h"
+
+namespace {
+
+using baton::registry::NodeState;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+std::vector<int32_t> greedy_tokens(baton::LayerRunner& layers, baton::ModelHead& head,
+                                   const baton::tokenizer::Tokenizer& tok) {
+  baton::GenerateOptions go;
+  go.n_predict = 8;
+  go.sampling.temperature = 0;
+  baton::Generator g(head, layers);
+  std::vector<int32_t> out;
+  for (const auto& s : g.generate(1, tok.encode("Once upon a time", true, true), go).steps) out.push_back(s.token);
+  return out;
+}
+
+template <class Pred>
+double seconds_until(Pred pred, std::chrono::milliseconds limit) {
+  const auto t0 = Clock::now();
+  while (Clock::now() - t0 < limit) {
+    if (pred()) return std::chrono::duration<double>(Clock::now() - t0).count();
+    std::this_thread::sleep_for(20ms);
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("registry over etcd: workers announce, the coordinator plans and serves; withdraw and lease expiry",
+          "[registry]") {
+  if (baton::test::EtcdServer::find_binary().empty()) {
+    WARN("etcd not installed: skipped");
+    return;
+  }
+  const std::string model = baton::test::shared_path("models/stories260K.gguf");
+  baton::test::EtcdServer etcd;
+  const std::string url = etcd.url("baton-registry-test");
+  auto worker = [&](const std::string& id) {
+    return std::make_unique<baton::test::WorkerProcess>(
+        id, model, std::vector<std::string>{"--insecure", "--registry", url, "--heartbeat-ms", "300"});
+  };
+  auto w1 = worker("e1");
+  auto w2 = worker("e2");
+
+  auto config = baton::parse_cluster_config(
+      fmt::format("model: {}\ncluster:\n  insecure: true\n  registry: {}\n  nodes: auto\n  min_nodes: 2\n"
+                  "  join_timeout: 10\n  connect_timeout: 5\n  load_timeout: 20\n",
+                  model, url),
+      "etcd.yaml", "/");
+  baton::registry::DynamicClusterOptions o;
+  o.cluster.threads = 1;
+  o.cluster.n_ctx = 128;
+  baton::registry::DynamicCluster dc(config, o);
+  CHECK(dc.control_port() == 0);
+  dc.start();
+  const auto plan = dc.plan();
+  REQUIRE(plan.size() == 2);
+  CHECK(plan[0].record.node_id == "e1");
+  CHECK(plan[1].record.port == w2->port());
+  CHECK(dc.snapshot().ready);
+
+  baton::LocalModelOptions lo;
+  lo.threads = 1;
+  lo.n_ctx = 128;
+  baton::LocalModel local(model, lo);
+  auto& c = dc.cluster();
+  CHECK(greedy_tokens(c.layers(), c.head(), c.tokenizer()) == greedy_tokens(local.layers(), local.head(), local.tokenizer()));
+
+  // SIGTERM: the worker withdraws its key; the watch sees it at once.
+  CHECK(w2->terminate() == 0);
+  auto state = [&](const char* id) {
+    auto e = dc.registry().find(id);
+    return e ? e->state : NodeState::kOffline;
+  };
+  const double withdrawn = seconds_until([&] { return state("e2") == NodeState::kOffline; }, 3000ms);
+  CHECK(withdrawn >= 0);
+  CHECK(withdrawn < 1.5);
+  CHECK(!dc.snapshot().ready);
+
+  // kill -9: nobody withdraws; the lease (TTL 1 s at 300 ms heartbeats) expires.
+  w1->kill_now();
+  const double expired = seconds_until([&] { return state("e1") == NodeState::kOffline; }, 8000ms);
+  fmt::print("etcd registry: withdrawn seen after {:.2f} s, lease expiry seen after {:.2f} s\n", withdrawn, expired);
+  CHECK(expired >= 0);
+}
