@@ -83,6 +83,13 @@ void DynamicCluster::monitor() {
       auto e = registry_->find(p.record.node_id);
       const NodeState now = e ? e->state : NodeState::kOffline;
       auto [it, fresh] = last.try_emplace(p.record.node_id, NodeState::kOnline);
+      if (now == NodeState::kOffline && it->second != NodeState::kOffline) {
+        std::lock_guard lock(plan_mutex_);
+        if (broken_.empty())
+          broken_ = fmt::format("node {} (layers {}-{}) went offline ({}); the loaded pipeline is broken until the "
+                                "coordinator reloads",
+                                p.record.node_id, p.first, p.last - 1, e ? e->reason : "unknown");
+      }
       if (now == NodeState::kOffline && it->second != NodeState::kOffline)
         spdlog::warn("registry event=re-plan node={} reason=\"planned node (layers {}-{}) offline: {}; cluster not "
                      "ready; re-planning a loaded cluster is not implemented: requests fail until it returns or the "
@@ -254,12 +261,19 @@ api::ClusterViewSnapshot DynamicCluster::snapshot() const {
     if (std::none_of(plan.begin(), plan.end(), [&](const PlannedNode& p) { return p.record.node_id == e.record.node_id; }))
       s.nodes.push_back(view_of(e));
   s.layers_covered = !plan.empty() && problems.empty();
-  s.ready = loaded_ && s.layers_covered;
+  std::string broken;
+  {
+    std::lock_guard lock(plan_mutex_);
+    broken = broken_;
+  }
+  s.ready = loaded_ && s.layers_covered && broken.empty();
   if (!loaded_)
     s.detail = plan.empty() ? fmt::format("waiting for workers to register ({} known)", entries.size())
                             : "loading the planned layers";
   else if (!problems.empty())
     s.detail = fmt::format("{}", fmt::join(problems, "; "));
+  else if (!broken.empty())
+    s.detail = broken;
   return s;
 }
 

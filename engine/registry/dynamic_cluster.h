@@ -80,6 +80,7 @@ class DynamicCluster : public api::ClusterView {
   ModelFootprint footprint_;
   mutable std::mutex plan_mutex_;
   std::vector<PlannedNode> plan_;  // guarded by plan_mutex_
+  std::string broken_;             // guarded by plan_mutex_: why the loaded pipeline cannot serve
   std::unique_ptr<pipeline::Cluster> cluster_;
   std::atomic<bool> loaded_{false};
   bool readopted_ = false;

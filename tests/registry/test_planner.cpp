@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include "engine/base/error.h"
+#include "engine/cluster/cluster_config.h"
 #include "engine/registry/planner.h"
 #include "fixtures.h"
 #include "gguf/gguf_file.h"
@@ -167,4 +168,27 @@ TEST_CASE("planner: footprint of a real model and the plan table") {
   CHECK(plan[0].first == 0);
   CHECK(plan[1].last == 5);
   CHECK(table.find(fmt::format("| 0-{} | 9000 | worker |", plan[0].last - 1)) != std::string::npos);
+}
+
+TEST_CASE("cluster config: nodes auto and the registry keys") {
+  auto c = baton::parse_cluster_config(
+      "model: m.gguf\ncluster:\n  master: { port: 9000 }\n  insecure: true\n  nodes: auto\n  min_nodes: 3\n"
+      "  join_timeout: 12\n  heartbeat_timeout: 1.5\n  registry_file: reg/nodes.json\n",
+      "c.yaml", "/base");
+  CHECK(c.nodes_auto);
+  CHECK(c.nodes.empty());
+  CHECK(c.control_port == 9001);
+  CHECK(c.min_nodes == 3);
+  CHECK(c.join_timeout_s == 12);
+  CHECK(c.heartbeat_timeout_s == 1.5);
+  CHECK(c.registry_file == "/base/reg/nodes.json");
+  CHECK_THROWS_WITH(baton::parse_cluster_config("model: m\ncluster:\n  insecure: true\n  nodes: auto\n  min_nodes: 0\n",
+                                                "c.yaml", "/"),
+                    Catch::Contains("c.yaml:5: cluster.min_nodes must be >= 1, found 0"));
+  CHECK_THROWS_WITH(baton::parse_cluster_config(
+                        "model: m\ncluster:\n  insecure: true\n  nodes: auto\n  heartbeat_timeout: -1\n", "c.yaml", "/"),
+                    Catch::Contains("cluster.heartbeat_timeout must be a positive number of seconds"));
+  CHECK_THROWS_WITH(baton::parse_cluster_config(
+                        "model: m\ncluster:\n  insecure: true\n  nodes: auto\n  registry: http://x:1/p\n", "c.yaml", "/"),
+                    Catch::Contains("cluster.registry must be etcd://HOST:PORT/PREFIX, found 'http://x:1/p'"));
 }
