@@ -8,6 +8,10 @@ cd "$root"
 scripts/setup-deps.sh
 jobs=${BATON_JOBS:-$(nproc)}
 shared=${BATON_SHARED:-$root/../shared}
+# The openai npm client test (ctest label api) runs the package pinned in its package-lock.json.
+if [ ! -d tests/openai_client/node_modules ]; then
+  (cd tests/openai_client && npm ci --no-audit --no-fund)
+fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBATON_SHARED_DIR="$shared"
 cmake --build build -j "$jobs"

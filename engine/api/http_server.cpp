@@ -75,6 +75,39 @@ httplib::Server::Handler guarded(F f) {
   };
 }
 
+// The pipeline's families: the coordinator's own measurements (every duration is a difference
+// of two readings of one machine's clock) and the workers' busy time from their Stats replies.
+void write_pipeline_metrics(MetricsWriter& w, const pipeline::ClusterMetrics& m,
+                            const std::vector<pipeline::StageStats>& stats) {
+  auto counter = [&](const char* name, const char* help, double v) {
+    w.family(name, "counter", help);
+    w.sample(name, v);
+  };
+  counter("baton_pipeline_passes_total", "Forward passes completed through the chain of workers.", static_cast<double>(m.passes));
+  counter("baton_pipeline_failed_passes_total", "Forward passes lost to a pipeline error.", static_cast<double>(m.failed_passes));
+  counter("baton_pipeline_tokens_total", "Token rows sent through the chain.", static_cast<double>(m.tokens));
+  counter("baton_pipeline_round_trip_seconds_total", "Coordinator: Forward sent -> Hidden received, summed over passes.",
+          m.round_trip_ms / 1e3);
+  counter("baton_pipeline_network_seconds_total",
+          "Round trip minus every stage's residence: all hops together (wire + serialisation).", m.network_ms / 1e3);
+  w.family("baton_stage_compute_seconds_total", "counter", "Time each worker spent computing its layers.");
+  for (const auto& s : m.stages) w.sample("baton_stage_compute_seconds_total", s.compute_ms / 1e3, {{"node", s.node_id}});
+  w.family("baton_stage_residence_seconds_total", "counter",
+           "Time between a worker receiving a frame and handing its result on (queue + compute + encode).");
+  for (const auto& s : m.stages) w.sample("baton_stage_residence_seconds_total", s.residence_ms / 1e3, {{"node", s.node_id}});
+  // Hops: coordinator -> first worker -> ... -> last worker -> coordinator.
+  w.family("baton_hop_bytes_total", "counter", "Activation bytes sent over each hop of the pipeline.");
+  if (!m.stages.empty()) w.sample("baton_hop_bytes_total", m.bytes_to_first, {{"from", "coordinator"}, {"to", m.stages[0].node_id}});
+  for (size_t i = 0; i < m.stages.size(); ++i)
+    w.sample("baton_hop_bytes_total", m.stages[i].bytes_out,
+             {{"from", m.stages[i].node_id}, {"to", i + 1 < m.stages.size() ? m.stages[i + 1].node_id : "coordinator"}});
+  w.family("baton_stage_busy_seconds_total", "counter", "Time each worker spent on forward passes, as it reports.");
+  for (const auto& st : stats) {
+    auto busy = st.values.find("busy_ms");
+    if (busy != st.values.end()) w.sample("baton_stage_busy_seconds_total", busy->second / 1e3, {{"node", st.node_id}});
+  }
+}
+
 }  // namespace
 
 void HttpServer::Impl::install_routes() {
@@ -188,52 +221,7 @@ void HttpServer::Impl::handle_metrics(httplib::Response& res) {
   counter("baton_forward_passes_total", "Forward passes (micro-batches) run.", static_cast<double>(s.forward_passes));
   counter("baton_forward_seconds_total", "Wall time inside the layer runner.", s.forward_seconds);
 
-  // Per-stage counters of a cluster, as the workers report them (cumulative since they started).
-  std::vector<pipeline::StageStats> stages = model.stage_stats();
-  if (!stages.empty()) {
-    struct Family {
-      const char* name;
-      const char* help;
-      double scale;
-    };
-    static const std::map<std::string, Family> known = {
-        {"compute_ms", {"baton_stage_compute_seconds_total", "Time a worker spent computing its layers.", 1e-3}},
-        {"busy_ms", {"baton_stage_busy_seconds_total", "Time a worker spent handling forward passes.", 1e-3}},
-        {"forwards", {"baton_stage_forwards_total", "Forward passes a worker ran.", 1}},
-        {"tokens", {"baton_stage_tokens_total", "Token rows a worker processed.", 1}},
-        {"bytes_in", {"baton_stage_bytes_received_total", "Activation bytes a worker received (the hop into it).", 1}},
-        {"bytes_out", {"baton_stage_bytes_sent_total", "Activation bytes a worker sent (the hop out of it).", 1}},
-    };
-    for (const auto& [key, fam] : known) {
-      bool any = false;
-      for (const auto& st : stages) {
-        auto it = st.values.find(key);
-        if (it == st.values.end()) continue;
-        if (!any) w.family(fam.name, "counter", fam.help);
-        any = true;
-        w.sample(fam.name, it->second * fam.scale, {{"node", st.node_id}});
-      }
-    }
-    // Hops: coordinator -> first worker -> ... -> last worker -> coordinator, bytes as received.
-    w.family("baton_hop_bytes_total", "counter", "Activation bytes over each hop of the pipeline.");
-    for (size_t i = 0; i < stages.size(); ++i) {
-      auto in = stages[i].values.find("bytes_in");
-      if (in != stages[i].values.end())
-        w.sample("baton_hop_bytes_total", in->second, {{"from", i ? stages[i - 1].node_id : "coordinator"}, {"to", stages[i].node_id}});
-    }
-    auto out = stages.back().values.find("bytes_out");
-    if (out != stages.back().values.end())
-      w.sample("baton_hop_bytes_total", out->second, {{"from", stages.back().node_id}, {"to", "coordinator"}});
-    // Anything else a worker reports (e.g. newer counters), unconverted.
-    bool any = false;
-    for (const auto& st : stages)
-      for (const auto& [key, v] : st.values) {
-        if (known.count(key)) continue;
-        if (!any) w.family("baton_stage_stat", "gauge", "Other per-worker counters, by name, as reported.");
-        any = true;
-        w.sample("baton_stage_stat", v, {{"node", st.node_id}, {"name", key}});
-      }
-  }
+  if (auto cm = model.cluster_metrics()) write_pipeline_metrics(w, *cm, model.stage_stats());
   res.status = 200;
   res.set_content(w.text(), "text/plain; version=0.0.4; charset=utf-8");
 }

@@ -149,6 +149,11 @@ std::vector<pipeline::StageStats> ServedModel::stage_stats() const {
   return {};
 }
 
+std::optional<pipeline::ClusterMetrics> ServedModel::cluster_metrics() const {
+  if (parts_->cluster) return parts_->cluster->metrics();
+  return std::nullopt;
+}
+
 std::vector<NodePlan> ServedModel::plan() const {
   if (parts_->cluster) return parts_->cluster->plan();
   return {};

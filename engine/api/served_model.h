@@ -63,8 +63,11 @@ class ServedModel {
   const ClusterView& cluster_view() const { return *view_; }
   // Tells the view the address the HTTP server listens on (the coordinator node's address).
   void set_address(const std::string& address);
-  // Per-worker counters for /metrics; empty in local mode.
+  // Per-worker counters for /metrics (the workers' Stats replies); empty in local mode.
   std::vector<pipeline::StageStats> stage_stats() const;
+  // The coordinator's measurements of the pipeline (per-stage compute and residence, hop
+  // bytes, network time); nullopt in local mode.
+  std::optional<pipeline::ClusterMetrics> cluster_metrics() const;
   // The cluster's node plan (empty in local mode), for the start-up table.
   std::vector<NodePlan> plan() const;
 

@@ -110,6 +110,8 @@ TEST_CASE("cluster mode over two workers answers exactly like local mode, and na
   std::string metrics = cl.Get("/metrics")->body;
   CHECK(metrics.find("baton_stage_compute_seconds_total{node=\"node-01\"}") != std::string::npos);
   CHECK(metrics.find("baton_hop_bytes_total{from=\"node-01\",to=\"node-02\"}") != std::string::npos);
+  CHECK(metrics.find("baton_pipeline_network_seconds_total ") != std::string::npos);
+  CHECK(metrics.find("baton_stage_busy_seconds_total{node=\"node-02\"}") != std::string::npos);
 
   // A worker dies: the next request fails with 502 naming it; /health turns 503.
   w2.kill_now();
