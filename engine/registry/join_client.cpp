@@ -108,7 +108,7 @@ class ControlJoin : public Membership {
         continue;
       }
       warned = false;
-      backoff = 100ms;
+      const auto connected_at = Clock::now();
       {
         std::lock_guard lock(mutex_);
         connection_ = c;
@@ -122,6 +122,14 @@ class ControlJoin : public Membership {
       const auto info = c->close_info();
       spdlog::warn("{}: lost the coordinator {}:{} ({}); re-joining", id_, options_.host, options_.port,
                    info ? info->reason : "closed");
+      // A coordinator that keeps closing at once (e.g. it refuses this node) is retried with a
+      // growing backoff; one that served for a while is retried quickly (a restart).
+      if (Clock::now() - connected_at < 2 * options_.heartbeat_interval) {
+        if (!stopper_.sleep(backoff)) return;
+        backoff = std::min(backoff * 2, options_.max_backoff);
+      } else {
+        backoff = 100ms;
+      }
     }
   }
 
