@@ -232,3 +232,21 @@ TEST_CASE("registry: a restarted coordinator recovers its nodes from the file an
   CHECK(generate(c.layers(), c.head(), c.tokenizer()) == want);
   CHECK(again.snapshot().ready);
 }
+
+TEST_CASE("registry: a silent worker (SIGSTOP: socket open, no heartbeats) goes offline after the timeout and comes back",
+          "[registry]") {
+  const std::string secret = write_secret("silence secret");
+  const uint16_t port = free_port();
+  auto w = join("quiet", port, secret);
+  DynamicCluster dc(auto_config(secret, baton::test::temp_dir() + "/nodes-d.json", 1, port), options());
+  REQUIRE(eventually([&] { return state_of(dc, "quiet") == NodeState::kOnline; }) >= 0ms);
+  ::kill(w->pid(), SIGSTOP);
+  const auto offline = eventually([&] { return state_of(dc, "quiet") == NodeState::kOffline; }, 4000ms);
+  CHECK(offline >= 800ms);   // not before the 1 s timeout (minus the last heartbeat's age)
+  CHECK(offline <= 2000ms);
+  auto e = dc.registry().find("quiet");
+  REQUIRE(e);
+  CHECK(e->reason.find("no heartbeat for") != std::string::npos);
+  ::kill(w->pid(), SIGCONT);
+  CHECK(eventually([&] { return state_of(dc, "quiet") == NodeState::kOnline; }, 3000ms) >= 0ms);
+}
