@@ -86,14 +86,13 @@ void DynamicCluster::monitor() {
       if (now == NodeState::kOffline && it->second != NodeState::kOffline) {
         std::lock_guard lock(plan_mutex_);
         if (broken_.empty())
-          broken_ = fmt::format("node {} (layers {}-{}) went offline ({}); the loaded pipeline is broken until the "
-                                "coordinator reloads",
+          broken_ = fmt::format("node {} (layers {}-{}) went offline ({}); the loaded pipeline is broken until "
+                                "the coordinator re-plans",
                                 p.record.node_id, p.first, p.last - 1, e ? e->reason : "unknown");
       }
       if (now == NodeState::kOffline && it->second != NodeState::kOffline)
         spdlog::warn("registry event=re-plan node={} reason=\"planned node (layers {}-{}) offline: {}; cluster not "
-                     "ready; re-planning a loaded cluster is not implemented: requests fail until it returns or the "
-                     "coordinator restarts\"",
+                     "ready; requests fail until a re-plan (when idle) or its return and a re-plan\"",
                      p.record.node_id, p.first, p.last - 1, e ? e->reason : "unknown");
       else if (now != NodeState::kOffline && it->second == NodeState::kOffline)
         spdlog::info("registry event=node-back node={} reason=\"planned node online again\"", p.record.node_id);
@@ -202,6 +201,59 @@ void DynamicCluster::load(const std::vector<PlannedNode>& plan) {
   for (const auto& p : plan) saved.ranges.push_back({p.record.node_id, p.first, p.last});
   registry_->set_plan(saved);
   loaded_ = true;
+}
+
+bool DynamicCluster::replan_wanted() const {
+  const auto plan = this->plan();
+  {
+    std::lock_guard lock(plan_mutex_);
+    if (!broken_.empty()) return true;
+  }
+  for (const auto& e : registry_->entries()) {
+    const bool planned =
+        std::any_of(plan.begin(), plan.end(), [&](const PlannedNode& p) { return p.record.node_id == e.record.node_id; });
+    if (planned && e.state == NodeState::kOffline) return true;
+    if (!planned && usable(e, footprint_.model_identity)) return true;
+  }
+  return false;
+}
+
+bool DynamicCluster::replan() {
+  std::vector<NodeRecord> records;
+  for (const auto& e : registry_->entries())
+    if (usable(e, footprint_.model_identity)) records.push_back(e.record);
+  auto next = plan_nodes(records, footprint_, options_.planner);
+  const auto current = plan();
+  std::string broken;
+  {
+    std::lock_guard lock(plan_mutex_);
+    broken = broken_;
+  }
+  auto same = [&] {
+    if (next.size() != current.size()) return false;
+    for (size_t i = 0; i < next.size(); ++i)
+      if (next[i].record.node_id != current[i].record.node_id || next[i].first != current[i].first ||
+          next[i].last != current[i].last)
+        return false;
+    return true;
+  };
+  if (same() && broken.empty() && loaded_) return false;
+  std::vector<std::string> kept;
+  for (const auto& n : next)
+    for (const auto& c : current)
+      if (n.record.node_id == c.record.node_id && n.first == c.first && n.last == c.last) kept.push_back(n.record.node_id);
+  spdlog::info("registry event=re-plan nodes={} reason=\"{} -> {} node(s); unchanged ranges (re-adopted, no reload): "
+               "{}\"",
+               next.size(), current.size(), next.size(), kept.empty() ? std::string("none") : fmt::format("{}", fmt::join(kept, ", ")));
+  loaded_ = false;
+  cluster_.reset();  // Goodbye on the old data connections; joined workers keep their layers
+  {
+    std::lock_guard lock(plan_mutex_);
+    plan_ = next;
+    broken_.clear();
+  }
+  load(next);
+  return true;
 }
 
 pipeline::Cluster& DynamicCluster::cluster() {

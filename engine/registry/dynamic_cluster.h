@@ -10,8 +10,11 @@
 // layers (engine-worker --join keeps them when the coordinator goes away) answer Prepare at
 // once, so the cluster serves again without reloading (serve_again_ms() measures it).
 //
-// Not done: re-planning when a node joins or leaves an already loaded cluster (it turns
-// not-ready instead; restart the coordinator to re-plan), fixed + dynamic nodes mixed.
+// Change while idle: replan_wanted() says when a usable node is not in the plan or a planned
+// node went offline; replan() then loads the new plan through the same two-phase load, where
+// workers whose range (and model, n_ctx, slots) did not change re-adopt it without reloading,
+// so only the changed ranges load. The caller must be idle: cluster() is replaced.
+// Not done: resuming in-flight requests on a new plan; fixed + dynamic nodes mixed.
 // Thread-safety: snapshot() from any thread; the rest from the owning thread.
 #pragma once
 
@@ -51,7 +54,15 @@ class DynamicCluster : public api::ClusterView {
   // nodes (which registered), not enough memory (how much), a failed load (which node, why).
   void start();
 
-  pipeline::Cluster& cluster();  // after start()
+  pipeline::Cluster& cluster();  // after start() (replaced by replan())
+
+  // True when a usable online node is not in the plan, or a planned node went offline.
+  bool replan_wanted() const;
+  // Idle only. Plans over the usable online nodes; when that differs from the current plan,
+  // drops the current pipeline and loads the new plan (unchanged ranges are re-adopted by their
+  // workers). Returns whether the plan changed. Throws like start() when no plan fits (the
+  // cluster then stays not ready; call again after more nodes joined).
+  bool replan();
   NodeRegistry& registry() { return *registry_; }
   uint16_t control_port() const;  // 0 with an etcd registry
   std::vector<PlannedNode> plan() const;

@@ -250,3 +250,46 @@ TEST_CASE("registry: a silent worker (SIGSTOP: socket open, no heartbeats) goes 
   ::kill(w->pid(), SIGCONT);
   CHECK(eventually([&] { return state_of(dc, "quiet") == NodeState::kOnline; }, 3000ms) >= 0ms);
 }
+
+TEST_CASE("registry: a node joining or leaving an idle cluster triggers a re-plan; unchanged ranges are re-adopted",
+          "[registry]") {
+  const std::string secret = write_secret("replan secret");
+  const uint16_t port = free_port();
+  const auto want = local_tokens();
+  auto w1 = join("w1", port, secret);
+  auto w2 = join("w2", port, secret);
+  std::unique_ptr<WorkerProcess> w3;
+  DynamicCluster dc(auto_config(secret, baton::test::temp_dir() + "/nodes-e.json", 2, port), options());
+  dc.start();
+  REQUIRE(dc.plan().size() == 2);
+  CHECK(!dc.replan_wanted());
+  CHECK(!dc.replan());  // nothing changed
+
+  // A third worker joins while idle.
+  w3 = join("w3", port, secret);
+  REQUIRE(eventually([&] { return dc.replan_wanted(); }) >= 0ms);
+  CHECK(dc.replan());
+  CHECK(dc.plan().size() == 3);
+  CHECK(dc.snapshot().ready);
+  auto& c3 = dc.cluster();
+  CHECK(generate(c3.layers(), c3.head(), c3.tokenizer()) == want);
+
+  // It leaves (SIGTERM): not ready until the re-plan over the two that remain.
+  const auto before = dc.plan();
+  CHECK(w3->terminate() == 0);
+  REQUIRE(eventually([&] { return !dc.snapshot().ready; }) >= 0ms);
+  CHECK(dc.replan_wanted());
+  CHECK(dc.replan());
+  const auto after = dc.plan();
+  CHECK(after.size() == 2);
+  CHECK(dc.snapshot().ready);
+  auto& c2 = dc.cluster();
+  CHECK(generate(c2.layers(), c2.head(), c2.tokenizer()) == want);
+  // Ranges that stayed the same were not reloaded.
+  for (const auto& p : after)
+    for (const auto& b : before)
+      if (p.record.node_id == b.record.node_id && p.first == b.first && p.last == b.last) {
+        const auto& w = p.record.node_id == "w1" ? *w1 : *w2;
+        CHECK(WorkerProcess::eventually_contains(w, "re-adopted load"));
+      }
+}
