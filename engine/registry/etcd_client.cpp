@@ -9,6 +9,8 @@
 #include <array>
 #include <cctype>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
 #include "engine/base/error.h"
 
