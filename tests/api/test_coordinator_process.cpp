@@ -120,6 +120,19 @@ TEST_CASE("cluster mode over two workers answers exactly like local mode, and na
   INFO(failed->body);
   CHECK(failed->status == 502);
   CHECK(json::parse(failed->body)["error"]["message"].get<std::string>().find("node-02") != std::string::npos);
+  // Streaming: one SSE error event naming the node, then the stream closes without [DONE].
+  json streaming = completion;
+  streaming["stream"] = true;
+  RawResponse sr = raw_request(c.port(), "POST", "/v1/completions", streaming.dump());
+  INFO(sr.body);
+  if (sr.status == 200) {
+    auto events = sse_payloads(sr.body);
+    REQUIRE(!events.empty());
+    CHECK(events.back() != "[DONE]");
+    CHECK(json::parse(events.back())["error"]["message"].get<std::string>().find("node-02") != std::string::npos);
+  } else {
+    CHECK(sr.status == 502);  // the failure was already known when the request was submitted
+  }
   auto h = cl.Get("/health");
   REQUIRE(h);
   INFO(h->body);

@@ -1,0 +1,116 @@
+// The pure parts of the API: request parsing (defaults, field precedence, every error naming its
+// field) and the Prometheus text of a histogram.
+#include <catch2/catch.hpp>
+
+#include "engine/api/api_error.h"
+#include "engine/api/metrics.h"
+#include "engine/api/openai_request.h"
+
+namespace {
+
+using baton::api::ApiError;
+using baton::api::Endpoint;
+using baton::api::parse_generation_request;
+
+std::string param_of(const std::string& body, Endpoint e = Endpoint::kCompletions) {
+  try {
+    parse_generation_request(body, e, 7);
+  } catch (const ApiError& err) {
+    CHECK(err.status() == 400);
+    return err.param();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("completion requests get OpenAI's and llama.cpp's defaults", "[api]") {
+  auto r = parse_generation_request(R"({"prompt":"hi"})", Endpoint::kCompletions, 1234);
+  CHECK(r.prompt.is_text);
+  CHECK(r.prompt.text == "hi");
+  CHECK(r.engine.max_tokens == 16);
+  CHECK(r.engine.sampling.temperature == Approx(0.8f));
+  CHECK(r.engine.sampling.top_k == 40);
+  CHECK(r.engine.sampling.seed == 1234u);  // the server's random seed when none is given
+  CHECK_FALSE(r.stream);
+  CHECK_FALSE(r.logprobs);
+  auto chat = parse_generation_request(R"({"messages":[{"role":"user","content":"x"}]})", Endpoint::kChat, 1);
+  CHECK(chat.engine.max_tokens == -1);  // until end of generation
+  REQUIRE(chat.messages.size() == 1);
+  CHECK(chat.messages[0].role == "user");
+}
+
+TEST_CASE("request fields are read with their precedence and conversions", "[api]") {
+  auto r = parse_generation_request(
+      R"({"messages":[{"role":"developer","content":"s"},{"role":"assistant","content":null},
+          {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
+          "max_tokens":5,"max_completion_tokens":9,"seed":4294967297,"stop":"END","temperature":null,
+          "logprobs":true,"top_logprobs":3,"stream":true,"stream_options":{"include_usage":true}})",
+      Endpoint::kChat, 1);
+  CHECK(r.messages[0].role == "system");
+  CHECK(r.messages[1].content.empty());
+  CHECK(r.messages[2].content == "ab");
+  CHECK(r.engine.max_tokens == 9);
+  CHECK(r.engine.sampling.seed == 1u);  // the low 32 bits
+  CHECK(r.engine.stop == std::vector<std::string>{"END"});
+  CHECK(r.engine.sampling.temperature == Approx(0.8f));  // null = absent
+  CHECK(r.engine.logprobs);
+  CHECK(r.engine.n_top_logprobs == 3);
+  CHECK(r.stream);
+  CHECK(r.include_usage);
+  auto c = parse_generation_request(R"({"prompt":[[1,2,3]],"logprobs":2,"stop":["a",""]})", Endpoint::kCompletions, 1);
+  CHECK_FALSE(c.prompt.is_text);
+  CHECK(c.prompt.tokens == std::vector<int32_t>{1, 2, 3});
+  CHECK(c.engine.n_top_logprobs == 2);
+  CHECK(c.engine.stop == std::vector<std::string>{"a"});  // empty stop strings are dropped
+}
+
+TEST_CASE("every rejected field is named in the error", "[api]") {
+  CHECK(param_of("") == "body");
+  CHECK(param_of("nul") == "body");
+  CHECK(param_of(R"("text")") == "body");
+  CHECK(param_of(R"({"prompt":{}})") == "prompt");
+  CHECK(param_of(R"({"prompt":[]})") == "prompt");
+  CHECK(param_of(R"({"prompt":[[]]})") == "prompt[0]");
+  CHECK(param_of(R"({"prompt":[1,"a"]})") == "prompt[1]");
+  CHECK(param_of(R"({"prompt":[4294967296]})") == "prompt[0]");
+  CHECK(param_of(R"({"prompt":"x","top_k":-1})") == "top_k");
+  CHECK(param_of(R"({"prompt":"x","min_p":"0.1"})") == "min_p");
+  CHECK(param_of(R"({"prompt":"x","presence_penalty":3})") == "presence_penalty");
+  CHECK(param_of(R"({"prompt":"x","frequency_penalty":[]})") == "frequency_penalty");
+  CHECK(param_of(R"({"prompt":"x","seed":1.5})") == "seed");
+  CHECK(param_of(R"({"prompt":"x","max_tokens":18446744073709551615})") == "max_tokens");
+  CHECK(param_of(R"({"prompt":"x","logprobs":21})") == "logprobs");
+  CHECK(param_of(R"({"prompt":"x","stream_options":{"include_usage":1}})") == "stream_options.include_usage");
+  CHECK(param_of(R"({"prompt":"x","echo":true})") == "echo");
+  CHECK(param_of(R"({"prompt":"x","n":1})") == "(accepted)");
+  CHECK(param_of(R"({"messages":[]})", Endpoint::kChat) == "messages");
+  CHECK(param_of(R"({"messages":[5]})", Endpoint::kChat) == "messages[0]");
+  CHECK(param_of(R"({"messages":[{"content":"x"}]})", Endpoint::kChat) == "messages[0].role");
+  CHECK(param_of(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", Endpoint::kChat) ==
+        "messages[0].content[0].type");
+  CHECK(param_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":1})", Endpoint::kChat) == "logprobs");
+}
+
+TEST_CASE("tokenize and detokenize bodies are checked", "[api]") {
+  auto t = baton::api::parse_tokenize_request(R"({"content":"a","add_special":true,"with_pieces":true})");
+  CHECK(t.content == "a");
+  CHECK(t.add_special);
+  CHECK(t.with_pieces);
+  CHECK_THROWS_AS(baton::api::parse_tokenize_request(R"({"add_special":true})"), ApiError);
+  CHECK(baton::api::parse_detokenize_request(R"({"tokens":[5,6]})") == std::vector<int32_t>{5, 6});
+  CHECK_THROWS_AS(baton::api::parse_detokenize_request(R"({"tokens":[1.5]})"), ApiError);
+}
+
+TEST_CASE("histograms are written with cumulative buckets, sum and count", "[api]") {
+  baton::api::Histogram h({0.1, 1});
+  h.observe(0.05);
+  h.observe(0.1);
+  h.observe(0.5);
+  h.observe(7);
+  std::string out;
+  h.write(out, "x_seconds");
+  CHECK(out == "x_seconds_bucket{le=\"0.1\"} 2\nx_seconds_bucket{le=\"1\"} 3\nx_seconds_bucket{le=\"+Inf\"} 4\n"
+               "x_seconds_sum 7.65\nx_seconds_count 4\n");
+  CHECK(baton::api::escape_label("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
+}
