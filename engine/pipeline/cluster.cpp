@@ -278,6 +278,7 @@ void RemoteLayers::submit(const TokenBatch& batch, std::vector<float>& hidden) {
   passes_.push_back(std::move(p));
   std::lock_guard lock(c.metrics_mutex_);
   c.metrics_.bytes_to_first += bytes;
+  c.metrics_.peak_in_flight = std::max(c.metrics_.peak_in_flight, static_cast<int>(passes_.size()));
 }
 
 void RemoteLayers::take(net::Incoming& in) {

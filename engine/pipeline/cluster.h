@@ -67,6 +67,7 @@ struct ClusterMetrics {
   std::vector<StageMetrics> stages;  // plan order
   std::string activations;       // "f32", "f16" or "bf16"
   int max_in_flight = 1;
+  int peak_in_flight = 0;        // most passes that were in the chain at once
 };
 
 class Cluster;

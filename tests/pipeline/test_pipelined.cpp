@@ -139,6 +139,7 @@ TEST_CASE("micro-batches in flight on 2 and 3 workers are bitwise equal to one a
     const auto m = cluster.metrics();
     CHECK(m.passes == want.size());
     CHECK(m.failed_passes == 0);
+    CHECK(m.peak_in_flight == static_cast<int>(split.size()));
     REQUIRE(m.stages.size() == split.size());
     double residence = 0;
     for (const auto& s : m.stages) {
