@@ -3,6 +3,8 @@
 // arithmetic). Definition (scalar reference: legacy_scalar.cpp): per block, lane i (0..7) is the
 // exact integer sum of the products of elements 4i..4i+3; acc_i = fma(d_w * d_a, float(lane_i),
 // acc_i) over the blocks in order; result = hsum8(acc) (+ summs = Σ m_w * s_a for Q4_1/Q5_1).
+// Q4_0 follows llama.cpp's AVX2 repack kernels instead (kChain): acc = fma(float(block sum),
+// d_w * d_a, acc), one scalar chain per output.
 //
 // Included by legacy_gemm_avx2.cpp (x86-64-v3), legacy_gemm_avx512.cpp (x86-64-v4) and
 // legacy_gemm_vnni_avx512.cpp (+VNNI, kVnni = true: dpbusd gives the same int32 lanes).
@@ -11,6 +13,7 @@
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -65,6 +68,7 @@ struct WBlock {
 struct Q4_0 {
   using Block = BlockQ4_0;
   static constexpr bool kSigned = true;
+  static constexpr bool kChain = true;  // llama.cpp's repack kernels: one float chain per output
   static WBlock load(const uint8_t* p) {
     WBlock b;
     b.q = _mm256_sub_epi8(denibble(p + 2), _mm256_set1_epi8(8));
@@ -77,6 +81,7 @@ struct Q4_0 {
 struct Q5_0 {
   using Block = BlockQ5_0;
   static constexpr bool kSigned = true;
+  static constexpr bool kChain = false;
   static WBlock load(const uint8_t* p) {
     WBlock b;
     b.q = _mm256_sub_epi8(_mm256_or_si256(denibble(p + 6), fifth_bits(p + 2)), _mm256_set1_epi8(16));
@@ -89,6 +94,7 @@ struct Q5_0 {
 struct Q8_0 {
   using Block = BlockQ8_0;
   static constexpr bool kSigned = true;
+  static constexpr bool kChain = false;
   static WBlock load(const uint8_t* p) {
     WBlock b;
     b.q = load32(p + 2);
@@ -101,6 +107,7 @@ struct Q8_0 {
 struct Q4_1 {
   using Block = BlockQ4_1;
   static constexpr bool kSigned = false;
+  static constexpr bool kChain = false;
   static WBlock load(const uint8_t* p) {
     WBlock b;
     b.q = denibble(p + 4);
@@ -113,6 +120,7 @@ struct Q4_1 {
 struct Q5_1 {
   using Block = BlockQ5_1;
   static constexpr bool kSigned = false;
+  static constexpr bool kChain = false;
   static WBlock load(const uint8_t* p) {
     WBlock b;
     b.q = _mm256_or_si256(denibble(p + 8), fifth_bits(p + 4));
@@ -130,14 +138,24 @@ struct Act {
   static constexpr int kQs = kSigned ? 2 : 4;
 };
 
-// The 8 int32 lanes (exact sums of 4 products) as floats.
+// The 8 int32 lanes: exact sums of 4 products each.
 template <bool kVnni>
-inline __m256 lanes(__m256i u, __m256i s) {
+inline __m256i lanes_i32(__m256i u, __m256i s) {
   if constexpr (kVnni) {
-    return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s));
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
   } else {
-    return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_set1_epi16(1), _mm256_maddubs_epi16(u, s)));
+    return _mm256_madd_epi16(_mm256_set1_epi16(1), _mm256_maddubs_epi16(u, s));
   }
+}
+template <bool kVnni>
+inline __m256 lanes(__m256i u, __m256i s) { return _mm256_cvtepi32_ps(lanes_i32<kVnni>(u, s)); }
+
+// The exact integer sum of the 8 lanes, as a float (|sum| < 2^24 for one block).
+inline float hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+  return static_cast<float>(_mm_cvtsi128_si32(s));
 }
 
 constexpr int kPrefetchBytes = 256;
@@ -149,12 +167,14 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
   constexpr size_t kWB = sizeof(typename F::Block);
   __m256 acc[R][T];
   float summs[R][T];
+  float chain[R][T];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       acc[r][t] = _mm256_setzero_ps();
       summs[r][t] = 0.0f;
+      chain[r][t] = 0.0f;
     }
   for (int64_t i = 0; i < nb; ++i) {
     __m256i aq[T];
@@ -175,6 +195,10 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
       for (int t = 0; t < T; ++t) {
         const __m256i s = F::kSigned ? _mm256_sign_epi8(aq[t], b.q) : aq[t];
         const __m256 d = _mm256_set1_ps(b.d * ad[t]);
+        if constexpr (F::kChain) {
+          chain[r][t] = std::fma(hsum_i32(lanes_i32<kVnni>(b.aq, s)), b.d * ad[t], chain[r][t]);
+          continue;
+        }
         acc[r][t] = _mm256_fmadd_ps(d, lanes<kVnni>(b.aq, s), acc[r][t]);
         if constexpr (!F::kSigned) summs[r][t] = summs[r][t] + b.m * as[t];
       }
@@ -183,7 +207,7 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t)
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) out[t * out_stride + r] = hsum8(acc[r][t]) + summs[r][t];
+    for (int r = 0; r < R; ++r) out[t * out_stride + r] = F::kChain ? chain[r][t] : hsum8(acc[r][t]) + summs[r][t];
 }
 
 template <class F, bool kVnni>

@@ -268,36 +268,44 @@ void dequantize_q8_1(const void* src, float* dst, int64_t n) {
 // acc[i] = fma(d_w * d_a, lane_i, acc[i]) over the blocks in order; the result is
 // hsum8(acc) = ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)). Types with a min (Q4_1, Q5_1) add
 // summs = sum over blocks (in order) of m_w * s_a (product rounded, then added) after the hsum.
+// Q4_0 instead follows llama.cpp's AVX2 "repack" kernels (ggml_gemv/gemm_q4_0_8x8_q8_0), which
+// llama.cpp uses for every Q4_0 weight with a multiple of 8 rows: one float chain per output,
+// acc = fma(float(block integer sum), d_w * d_a, acc) over the blocks in order, no lanes.
 namespace {
 
 struct DotQ4_0 {
   using W = BlockQ4_0;
   using A = BlockQ8_0;
   static constexpr bool kMin = false;
+  static constexpr bool kChain = true;
   static int value(const W& w, int j) { return nibble(w.qs, j) - 8; }
 };
 struct DotQ5_0 {
   using W = BlockQ5_0;
   using A = BlockQ8_0;
   static constexpr bool kMin = false;
+  static constexpr bool kChain = false;
   static int value(const W& w, int j) { return (nibble(w.qs, j) | fifth_bit(load_qh(w.qh), j)) - 16; }
 };
 struct DotQ8_0 {
   using W = BlockQ8_0;
   using A = BlockQ8_0;
   static constexpr bool kMin = false;
+  static constexpr bool kChain = false;
   static int value(const W& w, int j) { return w.qs[j]; }
 };
 struct DotQ4_1 {
   using W = BlockQ4_1;
   using A = BlockQ8_1;
   static constexpr bool kMin = true;
+  static constexpr bool kChain = false;
   static int value(const W& w, int j) { return nibble(w.qs, j); }
 };
 struct DotQ5_1 {
   using W = BlockQ5_1;
   using A = BlockQ8_1;
   static constexpr bool kMin = true;
+  static constexpr bool kChain = false;
   static int value(const W& w, int j) { return nibble(w.qs, j) | fifth_bit(load_qh(w.qh), j); }
 };
 
@@ -309,6 +317,17 @@ float hsum8(const float* l) {
 
 template <class Dot>
 float dot_row(int64_t nb, const uint8_t* wr, const uint8_t* at) {
+  if constexpr (Dot::kChain) {
+    float acc = 0.0f;
+    for (int64_t i = 0; i < nb; ++i) {
+      const auto w = load_block<typename Dot::W>(wr, i);
+      const auto a = load_block<typename Dot::A>(at, i);
+      int sumi = 0;
+      for (int j = 0; j < kQK; ++j) sumi += Dot::value(w, j) * a.qs[j];
+      acc = std::fma(static_cast<float>(sumi), fp16_to_fp32(w.d) * fp16_to_fp32(a.d), acc);
+    }
+    return acc;
+  }
   float acc[8] = {};
   float summs = 0.0f;
   for (int64_t i = 0; i < nb; ++i) {
