@@ -10,10 +10,12 @@
 #include "engine/api/guarded_layers.h"
 #include "engine/api/local_cluster_view.h"
 #include "engine/api/static_cluster_view.h"
+#include "engine/registry/dynamic_cluster.h"
 
 namespace baton::api {
 
 struct ServedModel::Parts {
+  std::unique_ptr<registry::DynamicCluster> dynamic;  // `nodes: auto`; owns the cluster and the view
   std::unique_ptr<LocalModel> local;
   std::unique_ptr<pipeline::Cluster> cluster;
   std::unique_ptr<GuardedLayers> guard;
@@ -118,13 +120,27 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
   co.threads = options.threads;
   co.n_ctx = options.n_ctx;
   co.max_sequences = options.scheduler.slots;
-  auto& cluster = s->parts_->cluster = std::make_unique<pipeline::Cluster>(config, co);
+  pipeline::Cluster* cluster = nullptr;
+  if (config.nodes_auto) {
+    // Workers register (engine-worker --join / --registry); see docs/REGISTRY.md.
+    registry::DynamicClusterOptions ro;
+    ro.cluster = co;
+    s->parts_->dynamic = std::make_unique<registry::DynamicCluster>(config, ro);
+    s->parts_->dynamic->start();
+    cluster = &s->parts_->dynamic->cluster();
+  } else {
+    cluster = (s->parts_->cluster = std::make_unique<pipeline::Cluster>(config, co)).get();
+  }
   s->tokenizer_ = &cluster->tokenizer();
   s->init_common(*cluster->file(), cluster->config(), options, cluster->n_ctx(),
                  std::filesystem::path(config.model).stem().string());
   s->parts_->guard = std::make_unique<GuardedLayers>(cluster->layers());
   s->scheduler_ = std::make_unique<serving::Scheduler>(cluster->head(), *s->parts_->guard, cluster->tokenizer(),
                                                        options.scheduler);
+  if (s->parts_->dynamic) {
+    s->view_ = s->parts_->dynamic.get();
+    return s;
+  }
   NodeView node;
   node.id = "coordinator";
   node.role = "coordinator";
@@ -151,11 +167,13 @@ std::vector<pipeline::StageStats> ServedModel::stage_stats() const {
 
 std::optional<pipeline::ClusterMetrics> ServedModel::cluster_metrics() const {
   if (parts_->cluster) return parts_->cluster->metrics();
+  if (parts_->dynamic) return parts_->dynamic->cluster().metrics();
   return std::nullopt;
 }
 
 std::vector<NodePlan> ServedModel::plan() const {
   if (parts_->cluster) return parts_->cluster->plan();
+  if (parts_->dynamic) return parts_->dynamic->cluster().plan();
   return {};
 }
 

@@ -170,6 +170,7 @@ void DynamicCluster::start() {
   }
   load(plan);
   serve_ms_ = std::chrono::duration<double, std::milli>(Clock::now() - created_).count();
+  spdlog::info("registry plan:\n{}", plan_table());
   spdlog::info("registry event=serving nodes={} ms={:.0f} reason=\"{}\"", plan.size(), serve_ms_,
                readopted_ ? "re-adopted the saved plan" : "new plan loaded");
 }

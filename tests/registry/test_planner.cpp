@@ -6,6 +6,7 @@
 
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
+#include "engine/registry/node_probe.h"
 #include "engine/registry/planner.h"
 #include "fixtures.h"
 #include "gguf/gguf_file.h"
@@ -191,4 +192,21 @@ TEST_CASE("cluster config: nodes auto and the registry keys") {
   CHECK_THROWS_WITH(baton::parse_cluster_config(
                         "model: m\ncluster:\n  insecure: true\n  nodes: auto\n  registry: http://x:1/p\n", "c.yaml", "/"),
                     Catch::Contains("cluster.registry must be etcd://HOST:PORT/PREFIX, found 'http://x:1/p'"));
+}
+
+TEST_CASE("node probe: calibration speed, /proc/meminfo, CPU load") {
+  const double gflops = calibrate_gflops(1, std::chrono::milliseconds(20));
+  CHECK(gflops > 0.01);
+  CHECK(gflops < 10000);
+  const auto m = read_meminfo();
+  CHECK(m.total > 0);
+  CHECK(m.available <= m.total);
+  CHECK_THROWS_WITH(read_meminfo("/nonexistent/meminfo"), Catch::Contains("cannot read /nonexistent/meminfo"));
+  CpuLoad load(1);
+  CHECK(load.sample() == 0);
+  volatile double x = 0;
+  for (int i = 0; i < 3000000; ++i) x = x + 1e-9 * i;
+  const double l = load.sample();
+  CHECK(l >= 0);
+  CHECK(l <= 1);
 }

@@ -62,11 +62,13 @@ baton::registry::DynamicClusterOptions options() {
   return o;
 }
 
-std::unique_ptr<WorkerProcess> join(const std::string& id, uint16_t port, const std::string& secret_file) {
+// Equal announced speeds (--speed) keep the plans deterministic on a loaded machine.
+std::unique_ptr<WorkerProcess> join(const std::string& id, uint16_t port, const std::string& secret_file,
+                                    const std::string& speed = "10") {
   return std::make_unique<WorkerProcess>(
       id, baton::test::shared_path(kModel),
       std::vector<std::string>{"--secret-file", secret_file, "--join", fmt::format("127.0.0.1:{}", port),
-                               "--heartbeat-ms", "200"});
+                               "--heartbeat-ms", "200", "--speed", speed});
 }
 
 std::vector<int32_t> generate(baton::LayerRunner& layers, baton::ModelHead& head, const baton::tokenizer::Tokenizer& tok) {
@@ -125,7 +127,7 @@ TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one proc
   const std::string file = baton::test::temp_dir() + "/nodes-a.json";
   const uint16_t port = free_port();
   auto w1 = join("w1", port, secret);
-  auto w2 = join("w2", port, secret);
+  auto w2 = join("w2", port, secret, "20");
   DynamicCluster dc(auto_config(secret, file, 2, port), options());
   dc.start();
 
@@ -135,7 +137,9 @@ TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one proc
   CHECK(plan[0].first == 0);
   CHECK(plan[1].last == 5);
   CHECK(plan[0].record.port == w1->port());
-  CHECK(plan[0].record.speed > 0);
+  CHECK(plan[0].record.speed == 10);
+  CHECK(plan[1].record.speed == 20);
+  CHECK(plan[0].last == 2);  // 5 layers in proportion 10:20 -> 2 + 3
   CHECK(plan[0].record.memory_total > 0);
   CHECK(!plan[0].record.isa.empty());
   CHECK(plan[0].record.threads == 1);

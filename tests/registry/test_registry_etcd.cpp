@@ -56,7 +56,7 @@ TEST_CASE("registry over etcd: workers announce, the coordinator plans and serve
   const std::string url = etcd.url("baton-registry-test");
   auto worker = [&](const std::string& id) {
     return std::make_unique<baton::test::WorkerProcess>(
-        id, model, std::vector<std::string>{"--insecure", "--registry", url, "--heartbeat-ms", "300"});
+        id, model, std::vector<std::string>{"--insecure", "--registry", url, "--heartbeat-ms", "300", "--speed", "10"});
   };
   auto w1 = worker("e1");
   auto w2 = worker("e2");

@@ -3,6 +3,7 @@
 //   engine-worker --host 127.0.0.1 --port 8010 --node-id node-01 --model FILE [--threads N]
 //                 (--secret-file F | --insecure) [--pid-file F]
 //                 [--join HOST:PORT | --registry etcd://HOST:PORT/PREFIX] [--heartbeat-ms N] [--advertise HOST]
+//                 [--speed GFLOPS]
 // --join registers with the coordinator's control port (docs/REGISTRY.md): node id, address,
 // memory, threads, ISA, model identity, servable layers and a measured speed, then heartbeats;
 // --registry announces the same record in etcd under a lease. SIGTERM deregisters first.
@@ -45,9 +46,11 @@ int main(int argc, char** argv) {
   app.add_option("--pid-file", pid_file, "write the process id here; removed on exit");
   std::string join, registry_url, advertise;
   int heartbeat_ms = 1000;
+  double speed = 0;
   auto* jo = app.add_option("--join", join, "register with the coordinator's control port HOST:PORT");
   app.add_option("--registry", registry_url, "register in etcd: etcd://HOST:PORT/PREFIX")->excludes(jo);
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval when registered")->capture_default_str();
+  app.add_option("--speed", speed, "announce this speed (GFLOP/s) instead of measuring it (0: measure)");
   app.add_option("--advertise", advertise, "address announced to the registry (default: --host)");
   CLI11_PARSE(app, argc, argv);
   // Logs go to stderr; stdout carries only the start line.
@@ -93,7 +96,7 @@ int main(int argc, char** argv) {
       probe.host = advertise.empty() ? o.host : advertise;
       probe.port = worker.port();
       probe.threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
-      probe.speed = baton::registry::calibrate_gflops(probe.threads);
+      probe.speed = speed > 0 ? speed : baton::registry::calibrate_gflops(probe.threads);
       const auto base = baton::registry::probe_node(probe, *file);
       spdlog::info("engine-worker {}: calibration {:.1f} GFLOP/s, {} MiB free, identity {}", o.node_id, base.speed,
                    base.memory_free >> 20, base.model_identity);

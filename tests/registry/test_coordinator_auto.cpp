@@ -1,0 +1,144 @@
+// engine-coordinator (the HTTP server) with `nodes: auto` as a process, workers --join'ing it,
+// and engine-ctl status reading its GET /v1/cluster: ready with both nodes, then a SIGTERM'd
+// worker shows offline and the cluster not ready; the coordinator exits 0 on SIGTERM.
+#include <catch2/catch.hpp>
+#include <fmt/core.h>
+#include <httplib.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fixtures.h"
+#include "pipeline/worker_process.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Two consecutive free ports (HTTP and control = HTTP + 1).
+uint16_t free_port_pair() {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    const uint16_t port = ntohs(a.sin_port);
+    int fd2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in b = a;
+    b.sin_port = htons(static_cast<uint16_t>(port + 1));
+    const bool ok = port < 65535 && bind(fd2, reinterpret_cast<sockaddr*>(&b), sizeof b) == 0;
+    close(fd2);
+    close(fd);
+    if (ok) return port;
+  }
+  throw std::runtime_error("no two consecutive free ports");
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Run {
+  int status = -1;
+  std::string out;
+};
+
+Run ctl(const std::string& args) {
+  Run r;
+  FILE* p = popen((baton::test::binary_dir() + "/bin/engine-ctl " + args + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("engine-coordinator with nodes: auto serves the workers that join; engine-ctl status shows them",
+          "[registry]") {
+  const std::string model = baton::test::shared_path("models/stories260K.gguf");
+  const uint16_t http = free_port_pair();
+  const std::string join = fmt::format("127.0.0.1:{}", http + 1);
+  auto args = [&](const std::string&) {
+    return std::vector<std::string>{"--insecure", "--join", join, "--heartbeat-ms", "200", "--speed", "10"};
+  };
+  baton::test::WorkerProcess w1("w1", model, args("w1")), w2("w2", model, args("w2"));
+
+  const std::string dir = baton::test::temp_dir();
+  const std::string yaml = dir + "/auto.yaml";
+  std::ofstream(yaml) << fmt::format(
+      "model: {}\ncluster:\n  master: {{ host: 127.0.0.1, port: {} }}\n  insecure: true\n  nodes: auto\n"
+      "  min_nodes: 2\n  join_timeout: 20\n  heartbeat_timeout: 1\n",
+      model, http);
+  const std::string out = dir + "/coordinator.out", err = dir + "/coordinator.err";
+  std::vector<std::string> argv_s = {baton::test::binary_dir() + "/bin/engine-coordinator", "--config", yaml,
+                                     "-t", "1", "--slots", "1", "--ctx", "128"};
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  REQUIRE(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&fa);
+  struct Reap {
+    pid_t& pid;
+    ~Reap() {
+      if (pid > 0) ::kill(pid, SIGKILL), waitpid(pid, nullptr, 0);
+    }
+  } reap{pid};
+
+  const auto t0 = std::chrono::steady_clock::now();
+  while (slurp(out).find("listening on http://") == std::string::npos && std::chrono::steady_clock::now() - t0 < 20s)
+    std::this_thread::sleep_for(50ms);
+  INFO(slurp(out) << slurp(err));
+  REQUIRE(slurp(out).find("listening on http://") != std::string::npos);
+  CHECK((slurp(out) + slurp(err)).find("registry event=serving nodes=2") != std::string::npos);
+
+  auto ready = ctl(fmt::format("status --coordinator 127.0.0.1:{}", http));
+  INFO(ready.out);
+  CHECK(ready.status == 0);
+  CHECK(ready.out.find(fmt::format("| w1 | 127.0.0.1:{} | online |", w1.port())) != std::string::npos);
+  CHECK(ready.out.find(fmt::format("| w2 | 127.0.0.1:{} | online |", w2.port())) != std::string::npos);
+
+  httplib::Client client("127.0.0.1", http);
+  auto res = client.Post("/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0})",
+                         "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+
+  CHECK(w2.terminate() == 0);
+  std::this_thread::sleep_for(300ms);
+  auto down = ctl(fmt::format("status --coordinator 127.0.0.1:{}", http));
+  INFO(down.out);
+  CHECK(down.status == 1);
+  CHECK(down.out.find(fmt::format("| w2 | 127.0.0.1:{} | offline |", w2.port())) != std::string::npos);
+  auto health = client.Get("/health");
+  REQUIRE(health);
+  CHECK(health->status == 503);
+
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 100 && waitpid(pid, &status, WNOHANG) != pid; ++i) std::this_thread::sleep_for(50ms);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  pid = -1;
+}
