@@ -78,6 +78,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     o.keep_load_without_coordinator = !join.empty() || !registry_url.empty();
+    baton::registry::ControlJoinOptions jo_opts;  // checked before listening: a typo fails fast
+    if (!join.empty()) std::tie(jo_opts.host, jo_opts.port) = baton::registry::parse_host_port(join, "--join");
+    if (!registry_url.empty()) baton::registry::parse_etcd_url(registry_url);
     baton::pipeline::Worker worker(o);
     if (!pid_file.empty()) {
       std::ofstream out(pid_file);
@@ -111,8 +114,6 @@ int main(int argc, char** argv) {
         return r;
       };
       if (!join.empty()) {
-        baton::registry::ControlJoinOptions jo_opts;
-        std::tie(jo_opts.host, jo_opts.port) = baton::registry::parse_host_port(join, "--join");
         jo_opts.auth = o.auth;
         jo_opts.heartbeat_interval = interval;
         membership = baton::registry::start_control_join(o.node_id, jo_opts, status);
