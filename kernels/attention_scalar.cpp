@@ -6,7 +6,7 @@
 //   s = dot_f16(q16, k_j) · scale                         (dot order: attention_dot_f16)
 //   if s > M: ms = expf(M - s), M = s, V16 = f16(V16 · ms) elementwise, vs = 1
 //   else:     ms = 1, vs = expf(s - M)
-//   V16 = f16(fma(v_j, vs, V16)) elementwise;  S = S · ms + vs
+//   V16 = f16(fma(v_j, vs, V16)) elementwise;  S = fma(S, ms, vs) (ggml's S*ms + vs, FMA-contracted)
 // finally out = f32(V16) · (1 / S).
 #include <cmath>
 
