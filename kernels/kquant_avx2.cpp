@@ -1,6 +1,6 @@
-// AVX2 K-quant kernels: dequantization, the Q8_K activation quantizer and the gemm (the
-// 256-bit row-parallel kernel of kquant_rows256.h), all built on the unpacked super-block of
-// kquant_unpack.h.
+// AVX2 K-quant kernels: dequantization, the Q8_K activation quantizer and the gemm: the
+// register-direct row kernel of kquant_rowdot.h for decode (n_tok = 1), the tiled kernel of
+// kquant_rows256.h (on the unpacked super-block of kquant_unpack.h) for batches.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 
 #include "kernels/blocks_k.h"
 #include "kernels/kquant_kernels.h"
+#include "kernels/kquant_rowdot.h"
 #include "kernels/kquant_rows256.h"
 #include "kernels/kquant_unpack.h"
 
@@ -54,7 +55,9 @@ void quantize_q8_k(const float* src, void* dst, int64_t n) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   for (int64_t i = 0; i < n / kQK_K; ++i, src += kQK_K, y += sizeof(BlockQ8K)) {
     __m256 vmax = _mm256_setzero_ps();
-    for (int j = 0; j < kQK_K; j += 8) vmax = _mm256_max_ps(vmax, _mm256_and_ps(_mm256_loadu_ps(src + j), abs_mask));
+    // vmaxps returns its second operand when either is NaN: with the running maximum second, NaN
+    // inputs are skipped, as the scalar reference's `|x| > amax` skips them.
+    for (int j = 0; j < kQK_K; j += 8) vmax = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(src + j), abs_mask), vmax);
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
@@ -81,9 +84,15 @@ void quantize_q8_k(const float* src, void* dst, int64_t n) {
       }
       const __m256 vs = _mm256_set1_ps(iscale);
       const __m256i hi = _mm256_set1_epi32(127);
+      // Products are within +-127 except NaN (a NaN input, or an infinite one times iscale = 0
+      // when the block's maximum is infinite): ggml's nearest_int maps the default NaN to 0.
+      auto quantize8 = [&](const float* x) {
+        const __m256 p = _mm256_mul_ps(vs, _mm256_loadu_ps(x));
+        return _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_and_ps(p, _mm256_cmp_ps(p, p, _CMP_ORD_Q))), hi);
+      };
       for (int s = 0; s < 16; ++s) {
-        const __m256i q0 = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(src + 16 * s))), hi);
-        const __m256i q1 = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(src + 16 * s + 8))), hi);
+        const __m256i q0 = quantize8(src + 16 * s);
+        const __m256i q1 = quantize8(src + 16 * s + 8);
         const __m256i sum = _mm256_add_epi32(q0, q1);
         __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
         s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
@@ -109,18 +118,23 @@ void dequantize_q5_k(const void* src, float* dst, int64_t n) { dequantize<kq::Fm
 void dequantize_q6_k(const void* src, float* dst, int64_t n) { dequantize<kq::FmtQ6K>(src, dst, n); }
 
 void gemm_q2_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
+  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ2K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
   kq::gemm_rows256<kq::FmtQ2K>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q3_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
+  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ3K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
   kq::gemm_rows256<kq::FmtQ3K>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q4_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
+  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ4K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
   kq::gemm_rows256<kq::FmtQ4K>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q5_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
+  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ5K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
   kq::gemm_rows256<kq::FmtQ5K>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q6_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
+  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ6K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
   kq::gemm_rows256<kq::FmtQ6K>(k, w, ws, nr, a, as, nt, out, os);
 }
 

@@ -1,7 +1,8 @@
 // AVX-512 (F/BW/VL/DQ) K-quant kernels: 512-bit dequantization and Q8_K activation quantizer.
-// The gemm is the 256-bit row-parallel kernel of kquant_rows256.h built for x86-64-v4: on
-// Zen 4, whose 512-bit integer ops run at half rate, a zmm version of it measured 1.7x slower
-// for decode. The VNNI token-parallel kernel for batches is in kquant_vnni_avx512.cpp.
+// The gemm is 256-bit, built for x86-64-v4: the register-direct row kernel of kquant_rowdot.h
+// for decode (n_tok = 1), the tiled kernel of kquant_rows256.h for batches (on Zen 4, whose
+// 512-bit integer ops run at half rate, a zmm version of it measured 1.7x slower for decode).
+// With VNNI (kquant_vnni_avx512.cpp) decode uses vpdpbusd and batches a token-parallel kernel.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "kernels/blocks_k.h"
 #include "kernels/kquant_kernels.h"
+#include "kernels/kquant_rowdot.h"
 #include "kernels/kquant_rows256.h"
 #include "kernels/kquant_unpack.h"
 
@@ -47,8 +49,10 @@ void dequantize(const void* src, float* dst, int64_t n) {
 void quantize_q8_k(const float* src, void* dst, int64_t n) {
   uint8_t* y = static_cast<uint8_t*>(dst);
   for (int64_t i = 0; i < n / kQK_K; ++i, src += kQK_K, y += sizeof(BlockQ8K)) {
+    // vmaxps returns its second operand when either is NaN: with the running maximum second, NaN
+    // inputs are skipped, as the scalar reference's `|x| > amax` skips them.
     __m512 vmax = _mm512_setzero_ps();
-    for (int j = 0; j < kQK_K; j += 16) vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_loadu_ps(src + j)));
+    for (int j = 0; j < kQK_K; j += 16) vmax = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(src + j)), vmax);
     const float amax = _mm512_reduce_max_ps(vmax);
     BlockQ8K block{};
     if (amax != 0.0f) {
@@ -72,9 +76,13 @@ void quantize_q8_k(const float* src, void* dst, int64_t n) {
       }
       const __m512 vs = _mm512_set1_ps(iscale);
       for (int s = 0; s < 16; ++s) {
-        const __m512i q =
-            _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(vs, _mm512_loadu_ps(src + 16 * s))), _mm512_set1_epi32(127));
-        block.bsums[s] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
+        // Products are within +-127 except NaN (a NaN input, or an infinite one times iscale = 0
+        // when the block's maximum is infinite). vcvtps2dq would turn NaN into INT_MIN, and a
+        // sum of those overflows; ggml's nearest_int maps the default NaN to 0, so do that.
+        const __m512 p = _mm512_mul_ps(vs, _mm512_loadu_ps(src + 16 * s));
+        const __m512 p_num = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(p, p, _CMP_ORD_Q), p);
+        const __m512i q = _mm512_min_epi32(_mm512_cvtps_epi32(p_num), _mm512_set1_epi32(127));
+        block.bsums[s] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));  // |sum| <= 16 * 127
         _mm_storeu_si128(reinterpret_cast<__m128i*>(block.qs + 16 * s), _mm512_cvtepi32_epi8(q));
       }
     }
@@ -89,18 +97,23 @@ void dequantize_q5_k(const void* src, float* dst, int64_t n) { dequantize<kq::Fm
 void dequantize_q6_k(const void* src, float* dst, int64_t n) { dequantize<kq::FmtQ6K>(src, dst, n); }
 
 void gemm_q2_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
+  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ2K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
   kq::gemm_rows256<kq::FmtQ2K>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q3_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
+  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ3K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
   kq::gemm_rows256<kq::FmtQ3K>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q4_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
+  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ4K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
   kq::gemm_rows256<kq::FmtQ4K>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q5_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
+  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ5K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
   kq::gemm_rows256<kq::FmtQ5K>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q6_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
+  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ6K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
   kq::gemm_rows256<kq::FmtQ6K>(k, w, ws, nr, a, as, nt, out, os);
 }
 

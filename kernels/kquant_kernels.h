@@ -74,7 +74,8 @@ void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const 
 }  // namespace avx2
 
 // AVX-512 F/BW/VL/DQ (x86-64-v4). The *_vnni gemms also need AVX512-VNNI (has_avx512_vnni()):
-// they switch to a token-parallel kernel built on vpdpbusd when n_tok is large enough.
+// they run the decode row kernel with vpdpbusd for n_tok = 1 and switch to a token-parallel
+// kernel built on vpdpbusd when n_tok is large enough.
 namespace avx512 {
 void dequantize_q2_k(const void* src, float* dst, int64_t n);
 void dequantize_q3_k(const void* src, float* dst, int64_t n);

@@ -6,7 +6,8 @@
 //   sum_s sc_s * sum (a + 128) q  -  128 * sum_s sc_s * sum q  (+ corr terms from the bsums)
 // equals the row kernel's sum, and the float steps are those of the contract in
 // kquant_kernels.h, lane-wise, so results are bit-identical to every other variant.
-// Small batches (n_tok < kMinTokens) go to the row-parallel AVX-512 kernel.
+// Decode (n_tok = 1) runs the register-direct row kernel of kquant_rowdot.h with vpdpbusd; other
+// small batches (n_tok < kMinTokens) go to the row-parallel AVX-512 kernel.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 
 #include "kernels/blocks_k.h"
 #include "kernels/kquant_kernels.h"
+#include "kernels/kquant_rowdot.h"
 #include "kernels/kquant_unpack.h"
 #include "kernels/type_ops.h"
 
@@ -234,10 +236,18 @@ bool gemm_tokens(int64_t k, const void* w, size_t w_stride, int64_t n_rows, cons
   return true;
 }
 
-template <class Fmt>
+// vpdpbusd: 4 unsigned weight bytes times 4 signed activation bytes, summed per dword.
+struct DotVnni {
+  static __m256i dot(__m256i q, __m256i a) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, a); }
+};
+
+template <class Fmt, class RowFmt>
 void gemm_vnni(GemmFn row_kernel, int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
                size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
   if (n_tok >= kMinTokens && gemm_tokens<Fmt>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride)) return;
+  if (n_tok <= kq::kRowdotMaxTokens &&
+      kq::gemm_rowdot<RowFmt, DotVnni>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride))
+    return;
   row_kernel(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
@@ -245,23 +255,23 @@ void gemm_vnni(GemmFn row_kernel, int64_t k, const void* w, size_t w_stride, int
 
 void gemm_q2_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
                     size_t os) {
-  gemm_vnni<kq::FmtQ2K>(gemm_q2_k, k, w, ws, nr, a, as, nt, out, os);
+  gemm_vnni<kq::FmtQ2K, kq::RowQ2K>(gemm_q2_k, k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q3_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
                     size_t os) {
-  gemm_vnni<kq::FmtQ3K>(gemm_q3_k, k, w, ws, nr, a, as, nt, out, os);
+  gemm_vnni<kq::FmtQ3K, kq::RowQ3K>(gemm_q3_k, k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q4_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
                     size_t os) {
-  gemm_vnni<kq::FmtQ4K>(gemm_q4_k, k, w, ws, nr, a, as, nt, out, os);
+  gemm_vnni<kq::FmtQ4K, kq::RowQ4K>(gemm_q4_k, k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q5_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
                     size_t os) {
-  gemm_vnni<kq::FmtQ5K>(gemm_q5_k, k, w, ws, nr, a, as, nt, out, os);
+  gemm_vnni<kq::FmtQ5K, kq::RowQ5K>(gemm_q5_k, k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q6_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
                     size_t os) {
-  gemm_vnni<kq::FmtQ6K>(gemm_q6_k, k, w, ws, nr, a, as, nt, out, os);
+  gemm_vnni<kq::FmtQ6K, kq::RowQ6K>(gemm_q6_k, k, w, ws, nr, a, as, nt, out, os);
 }
 
 }  // namespace baton::kernels::avx512

@@ -2,6 +2,8 @@
 // one-row-per-case table.
 #pragma once
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -74,21 +76,40 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f);
 // speed of light of any kernel that streams the same bytes once.
 uint64_t read_sum_bytes(const void* p, size_t bytes, kernels::ThreadPool& pool);
 
+// CPU time of the whole process (all its threads), in seconds.
+inline double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Medians of interleaved runs: wall seconds, and process CPU seconds (all threads).
+struct InterleavedMedians {
+  double wall_a, wall_b, cpu_a, cpu_b;
+};
+
 // Median seconds of a(rep) and of b(rep), their repetitions interleaved (a, b, a, b ...) so that
-// both see the same machine load; returns {median a, median b}.
+// both see the same machine load. The CPU-time medians are robust to the process being
+// descheduled on a shared machine (wall time is not); divided by the thread count they are the
+// busy time per thread.
 template <class FnA, class FnB>
-std::pair<double, double> interleaved_medians(int reps, double budget_s, FnA&& a, FnB&& b) {
+InterleavedMedians interleaved_medians(int reps, double budget_s, FnA&& a, FnB&& b) {
   using clock = std::chrono::steady_clock;
-  std::vector<double> sa, sb;
+  std::vector<double> sa, sb, ca, cb;
   const auto start = clock::now();
   for (int r = 0; r < reps; ++r) {
+    const double c0 = process_cpu_seconds();
     auto t0 = clock::now();
     a(r);
     auto t1 = clock::now();
+    const double c1 = process_cpu_seconds();
     b(r);
     auto t2 = clock::now();
+    const double c2 = process_cpu_seconds();
     sa.push_back(std::chrono::duration<double>(t1 - t0).count());
     sb.push_back(std::chrono::duration<double>(t2 - t1).count());
+    ca.push_back(c1 - c0);
+    cb.push_back(c2 - c1);
     if (r >= 2 && std::chrono::duration<double>(t2 - start).count() > budget_s) break;
   }
   auto median = [](std::vector<double>& v) {
@@ -96,7 +117,7 @@ std::pair<double, double> interleaved_medians(int reps, double budget_s, FnA&& a
     const size_t n = v.size();
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
   };
-  return {median(sa), median(sb)};
+  return {median(sa), median(sb), median(ca), median(cb)};
 }
 
 // Sections (each prints its rows).

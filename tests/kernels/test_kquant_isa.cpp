@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "test_kquant_util.h"
 
@@ -84,6 +85,30 @@ TEST_CASE("every ISA's Q8_K quantizer writes the scalar reference's bytes") {
   }
 }
 
+TEST_CASE("every ISA's Q8_K quantizer matches the scalar reference on infinities and NaNs") {
+  // NaNs are skipped when finding the maximum and quantize to 0; an infinite maximum makes
+  // iscale = 0, so inf * 0 = NaN -> 0 too. Several in one 16-element group used to sum INT_MIN
+  // lanes (signed overflow) in the AVX-512 bsums.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const int64_t nb = 5, n = nb * kernels::kQK_K;
+  auto x = random_normal(n, 17, 2.0f);
+  for (int j = 0; j < 4; ++j) x[3 + 2 * j] = nan;                        // block 0: NaNs in one group
+  x[kernels::kQK_K + 1] = -inf;                                          // block 1: -inf first,
+  x[kernels::kQK_K + 5] = inf;                                           // then +inf, same group
+  x[kernels::kQK_K + 9] = nan;
+  x[2 * kernels::kQK_K + 255] = nan;                                     // block 2: NaN in the last lane
+  for (int64_t i = 3 * kernels::kQK_K; i < 4 * kernels::kQK_K; ++i) x[i] = nan;  // block 3: all NaN
+  std::vector<uint8_t> ref(nb * sizeof(kernels::BlockQ8K));
+  kernels::scalar::quantize_q8_k(x.data(), ref.data(), n);
+  const std::vector<KType> types = all_ktypes();
+  for (const Variant& v : types[0].variants) {
+    INFO(v.name);
+    std::vector<uint8_t> got(ref.size(), 0xCD);
+    v.quantize_q8k(x.data(), got.data(), n);
+    CHECK(got == ref);
+  }
+}
+
 TEST_CASE("every ISA's K-quant gemm returns the scalar reference's bits over awkward shapes") {
   struct Shape {
     int64_t k, n_rows, n_tok;
@@ -111,29 +136,32 @@ TEST_CASE("every ISA's K-quant gemm returns the scalar reference's bits over awk
 }
 
 TEST_CASE("K-quant gemms are exact at the extremes of quants, scales and activations") {
-  const int64_t k = 512, n_rows = 6, n_tok = 18;
-  for (const KType& kt : all_ktypes()) {
-    Rows w(n_rows, 2 * kt.block_bytes, 0, 1);
-    for (int64_t r = 0; r < n_rows; ++r) {
-      // Rows alternate all-ones bits and all-zero bits (largest / smallest quants and scales).
-      std::fill(w.row(r), w.row(r) + 2 * kt.block_bytes, r % 2 ? 0xFF : 0x00);
-      for (int64_t b = 0; b < 2; ++b)
-        for (size_t off : kt.f16_fields) {
-          const uint16_t h = fp32_to_fp16(r % 3 ? 1.0f : -0.5f);
-          std::memcpy(w.row(r) + b * kt.block_bytes + off, &h, 2);
-        }
-    }
-    std::vector<float> x(static_cast<size_t>(n_tok * k));
-    for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 3) % 2 ? 100.0f : -100.0f;  // +-127 after quantization
-    Rows a(n_tok, 2 * sizeof(kernels::BlockQ8K), 0, 2);
-    for (int64_t t = 0; t < n_tok; ++t) kernels::scalar::quantize_q8_k(x.data() + t * k, a.row(t), k);
-    const auto ref = run(kt.variants[0], k, w, 0, n_rows, a, 0, n_tok);
-    for (size_t vi = 1; vi < kt.variants.size(); ++vi) {
-      INFO(ggml_type_name(kt.type) << " " << kt.variants[vi].name);
-      const auto got = run(kt.variants[vi], k, w, 0, n_rows, a, 0, n_tok);
-      int64_t mismatches = 0;
-      for (size_t i = 0; i < ref.size(); ++i) mismatches += !same_bits(ref[i], got[i]);
-      CHECK(mismatches == 0);
+  // n_tok 1 runs the decode (row) kernels, 18 the batch ones; 11 rows leave a partial row tile.
+  const int64_t k = 512, n_rows = 11;
+  for (const int64_t n_tok : {int64_t{1}, int64_t{18}}) {
+    for (const KType& kt : all_ktypes()) {
+      Rows w(n_rows, 2 * kt.block_bytes, 0, 1);
+      for (int64_t r = 0; r < n_rows; ++r) {
+        // Rows alternate all-ones bits and all-zero bits (largest / smallest quants and scales).
+        std::fill(w.row(r), w.row(r) + 2 * kt.block_bytes, r % 2 ? 0xFF : 0x00);
+        for (int64_t b = 0; b < 2; ++b)
+          for (size_t off : kt.f16_fields) {
+            const uint16_t h = fp32_to_fp16(r % 3 ? 1.0f : -0.5f);
+            std::memcpy(w.row(r) + b * kt.block_bytes + off, &h, 2);
+          }
+      }
+      std::vector<float> x(static_cast<size_t>(n_tok * k));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 3) % 2 ? 100.0f : -100.0f;  // +-127 after quantization
+      Rows a(n_tok, 2 * sizeof(kernels::BlockQ8K), 0, 2);
+      for (int64_t t = 0; t < n_tok; ++t) kernels::scalar::quantize_q8_k(x.data() + t * k, a.row(t), k);
+      const auto ref = run(kt.variants[0], k, w, 0, n_rows, a, 0, n_tok);
+      for (size_t vi = 1; vi < kt.variants.size(); ++vi) {
+        INFO(ggml_type_name(kt.type) << " " << kt.variants[vi].name << " n_tok=" << n_tok);
+        const auto got = run(kt.variants[vi], k, w, 0, n_rows, a, 0, n_tok);
+        int64_t mismatches = 0;
+        for (size_t i = 0; i < ref.size(); ++i) mismatches += !same_bits(ref[i], got[i]);
+        CHECK(mismatches == 0);
+      }
     }
   }
 }

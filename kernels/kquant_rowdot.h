@@ -1,0 +1,332 @@
+// The register-direct K-quant row kernel for decode (few tokens): 8 weight rows at a time,
+// each super-block decoded straight into 8 ymm registers of unsigned quants (no unpacked copy
+// in memory), multiplied with the Q8_K activations 4 bytes at a time (Dot: vpdpbusd with
+// AVX512-VNNI, vpmaddubsw + vpmaddwd without), reduced per 16-element sub-block with two
+// levels of vphaddd, scaled by vpmulld and reduced across the 8 rows into one lane per row.
+// Per (row, token) and super-block this is the same exact integer sumi / summ as every other
+// variant (integer sums do not depend on their order), and the float steps are those of the
+// contract in kquant_kernels.h, lane-wise, so results are bit-identical to the scalar
+// reference for any n_rows / n_tok / tile position (batch invariance).
+//
+// Included by files built for x86-64-v3 or higher; internal linkage keeps each ISA's copy.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/blocks_k.h"
+#include "kernels/kquant_rows256.h"
+#include "kernels/kquant_unpack.h"
+
+namespace baton::kernels::kq {
+namespace {
+
+// a | (b & m)
+inline __m256i or_and(__m256i a, __m256i b, __m256i m) {
+#if defined(__AVX512VL__)
+  return _mm256_ternarylogic_epi32(a, b, m, 0xF8);
+#else
+  return _mm256_or_si256(a, _mm256_and_si256(b, m));
+#endif
+}
+
+// 16-bit lane shift by a compile-time count: left for N > 0, right for N < 0.
+template <int N>
+inline __m256i shift16(__m256i v) {
+  if constexpr (N > 0) return _mm256_slli_epi16(v, N);
+  else if constexpr (N < 0) return _mm256_srli_epi16(v, -N);
+  else return v;
+}
+
+// Up to this many tokens the gemms use gemm_rowdot (decode); larger batches the tiled kernels.
+inline constexpr int64_t kRowdotMaxTokens = 1;
+
+// One weight super-block in registers.
+struct RegBlock {
+  __m256i q[8];   // chunk c: unsigned quants of elements 32c .. 32c + 31
+  __m128i sc;     // int8 scale per 16-element sub-block, in vphaddd order (hadd_order16), or in
+                  // the vpackssdw order of it (packed_order16) for formats with kSumsFitInt16
+  __m256i mins;   // kMins formats: int16 min per 16-element sub-block, natural order
+};
+
+// After two vphaddd levels over chunks 0..3 the lanes hold the sums of 16-element sub-blocks
+// 0 2 4 6 | 1 3 5 7 (and 8 10 12 14 | 9 11 13 15 for chunks 4..7): the scales in that order.
+inline __m128i hadd_order16(__m128i natural) {
+  return _mm_shuffle_epi8(natural, _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15));
+}
+
+// Formats whose 16-element sub-block sums fit in int16 (|sum| <= 16 * max|q| * 127 < 2^15) pack
+// the two sum vectors with vpackssdw (exact: nothing saturates) and scale them with one
+// vpmaddwd: the lanes are then sub-blocks 0 2 4 .. 14 | 1 3 5 .. 15.
+inline __m128i packed_order16(__m128i natural) {
+  return _mm_shuffle_epi8(natural, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+}
+
+// Q4_K/Q5_K: the 8 6-bit scales and mins of the 32-element sub-blocks, unpacked in vector
+// registers from the 12 packed bytes (u0 = bytes 0..3, u1 = 4..7, u2 = 8..11; see
+// unpack_scale_min_k4) into bytes [sc0..3, m0..3, sc4..7, m4..7]. Reads 16 bytes at `packed`
+// (the 4 after the scales are quants of the same block).
+template <bool kPacked>
+inline void k4_scales(const uint8_t* packed, RegBlock& r) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
+  // [u0, u1, u2, u2 >> 4]: the low parts (6 bits for j < 4, a nibble for j >= 4).
+  const __m128i x = _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 1, 0)), _mm_setr_epi32(0, 0, 0, 4));
+  const __m128i low = _mm_and_si128(x, _mm_setr_epi32(0x3f3f3f3f, 0x3f3f3f3f, 0x0f0f0f0f, 0x0f0f0f0f));
+  // [0, 0, u0, u1] >> 2 & 0x30: the top two bits of u0 / u1 as bits 4..5 of sc / m 4..7.
+  const __m128i high = _mm_srli_epi32(_mm_slli_si128(v, 8), 2);
+#if defined(__AVX512VL__)
+  const __m128i sm = _mm_ternarylogic_epi32(low, high, _mm_set1_epi8(0x30), 0xF8);
+#else
+  const __m128i sm = _mm_or_si128(low, _mm_and_si128(high, _mm_set1_epi8(0x30)));
+#endif
+  // Sub-blocks of 16 in vphaddd order are 32-element sub-blocks 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7,
+  // in packed order 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 (sc j is at byte j for j < 4, j + 4 else).
+  if constexpr (kPacked)
+    r.sc = _mm_shuffle_epi8(sm, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 0, 1, 2, 3, 8, 9, 10, 11));
+  else
+    r.sc = _mm_shuffle_epi8(sm, _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 8, 9, 10, 11, 8, 9, 10, 11));
+  r.mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_setr_epi8(4, 4, 5, 5, 6, 6, 7, 7, 12, 12, 13, 13, 14, 14, 15, 15)));
+}
+
+struct RowQ4K {
+  static constexpr bool kSumsFitInt16 = true;  // 16 * 15 * 127
+  static constexpr size_t kBytes = sizeof(BlockQ4K);
+  static constexpr Kind kKind = Kind::kMins;
+  static constexpr int kOffsetShift = 0;
+  static constexpr size_t kD = offsetof(BlockQ4K, d), kDmin = offsetof(BlockQ4K, dmin);
+  static void load(const uint8_t* x, RegBlock& r) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = load32(x + offsetof(BlockQ4K, qs) + 32 * c);
+      r.q[2 * c] = _mm256_and_si256(v, low4);
+      r.q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    }
+    k4_scales<kSumsFitInt16>(x + offsetof(BlockQ4K, scales), r);
+  }
+};
+
+struct RowQ5K {
+  static constexpr bool kSumsFitInt16 = false;  // 16 * 31 * 127
+  static constexpr size_t kBytes = sizeof(BlockQ5K);
+  static constexpr Kind kKind = Kind::kMins;
+  static constexpr int kOffsetShift = 0;
+  static constexpr size_t kD = offsetof(BlockQ5K, d), kDmin = offsetof(BlockQ5K, dmin);
+  template <int C>
+  static void pair(const uint8_t* x, __m256i qh, RegBlock& r) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+    const __m256i v = load32(x + offsetof(BlockQ5K, qs) + 32 * C);
+    // Bit 2C of qh goes to bit 4 of chunk 2C, bit 2C + 1 to bit 4 of chunk 2C + 1.
+    r.q[2 * C] = or_and(_mm256_and_si256(v, low4), shift16<4 - 2 * C>(qh), bit4);
+    r.q[2 * C + 1] = or_and(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), shift16<3 - 2 * C>(qh), bit4);
+  }
+  static void load(const uint8_t* x, RegBlock& r) {
+    const __m256i qh = load32(x + offsetof(BlockQ5K, qh));
+    pair<0>(x, qh, r);
+    pair<1>(x, qh, r);
+    pair<2>(x, qh, r);
+    pair<3>(x, qh, r);
+    k4_scales<kSumsFitInt16>(x + offsetof(BlockQ5K, scales), r);
+  }
+};
+
+struct RowQ6K {
+  static constexpr bool kSumsFitInt16 = false;  // 16 * 32 * 127 after the offset
+  static constexpr size_t kBytes = sizeof(BlockQ6K);
+  static constexpr Kind kKind = Kind::kOffset;
+  static constexpr int kOffsetShift = 5;  // q - 32
+  static constexpr size_t kD = offsetof(BlockQ6K, d), kDmin = 0;
+  static void load(const uint8_t* x, RegBlock& r) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql0 = load32(x + offsetof(BlockQ6K, ql) + 64 * h);
+      const __m256i ql1 = load32(x + offsetof(BlockQ6K, ql) + 64 * h + 32);
+      const __m256i qh = load32(x + offsetof(BlockQ6K, qh) + 32 * h);
+      // 16-bit shifts move bits across bytes; the 0x30 mask keeps only the wanted pair.
+      r.q[4 * h + 0] = or_and(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(qh, 4), bits45);
+      r.q[4 * h + 1] = or_and(_mm256_and_si256(ql1, low4), _mm256_slli_epi16(qh, 2), bits45);
+      r.q[4 * h + 2] = or_and(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), qh, bits45);
+      r.q[4 * h + 3] = or_and(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4), _mm256_srli_epi16(qh, 2), bits45);
+    }
+    r.sc = hadd_order16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + offsetof(BlockQ6K, scales))));
+  }
+};
+
+struct RowQ3K {
+  static constexpr bool kSumsFitInt16 = true;  // 16 * 4 * 127 after the offset
+  static constexpr size_t kBytes = sizeof(BlockQ3K);
+  static constexpr Kind kKind = Kind::kOffset;
+  static constexpr int kOffsetShift = 2;  // q - 4
+  static constexpr size_t kD = offsetof(BlockQ3K, d), kDmin = 0;
+  // Chunk 4H + J: bits 2J..2J+1 of qs[32H + l], bit 2 from bit 4H + J of hmask[l].
+  template <int H, int J>
+  static __m256i chunk(__m256i q32, __m256i hmask) {
+    const __m256i two = _mm256_and_si256(shift16<-2 * J>(q32), _mm256_set1_epi8(3));
+    return or_and(two, shift16<2 - (4 * H + J)>(hmask), _mm256_set1_epi8(4));
+  }
+  static void load(const uint8_t* x, RegBlock& r) {
+    const __m256i hmask = load32(x + offsetof(BlockQ3K, hmask));
+    const __m256i q0 = load32(x + offsetof(BlockQ3K, qs)), q1 = load32(x + offsetof(BlockQ3K, qs) + 32);
+    r.q[0] = chunk<0, 0>(q0, hmask);
+    r.q[1] = chunk<0, 1>(q0, hmask);
+    r.q[2] = chunk<0, 2>(q0, hmask);
+    r.q[3] = chunk<0, 3>(q0, hmask);
+    r.q[4] = chunk<1, 0>(q1, hmask);
+    r.q[5] = chunk<1, 1>(q1, hmask);
+    r.q[6] = chunk<1, 2>(q1, hmask);
+    r.q[7] = chunk<1, 3>(q1, hmask);
+    // The 16 6-bit scales (biased by 32): low nibbles from bytes 0..7, high pairs from 8..11.
+    constexpr uint32_t kLow2 = 0x03030303, kLow4 = 0x0f0f0f0f;
+    uint32_t a[3];
+    std::memcpy(a, x + offsetof(BlockQ3K, scales), 12);
+    const __m128i sc = _mm_setr_epi32(static_cast<int>((a[0] & kLow4) | ((a[2] & kLow2) << 4)),
+                                      static_cast<int>((a[1] & kLow4) | (((a[2] >> 2) & kLow2) << 4)),
+                                      static_cast<int>(((a[0] >> 4) & kLow4) | (((a[2] >> 4) & kLow2) << 4)),
+                                      static_cast<int>(((a[1] >> 4) & kLow4) | (((a[2] >> 6) & kLow2) << 4)));
+    r.sc = packed_order16(_mm_sub_epi8(sc, _mm_set1_epi8(32)));
+  }
+};
+
+struct RowQ2K {
+  static constexpr bool kSumsFitInt16 = true;  // 16 * 3 * 127
+  static constexpr size_t kBytes = sizeof(BlockQ2K);
+  static constexpr Kind kKind = Kind::kMins;
+  static constexpr int kOffsetShift = 0;
+  static constexpr size_t kD = offsetof(BlockQ2K, d), kDmin = offsetof(BlockQ2K, dmin);
+  static void load(const uint8_t* x, RegBlock& r) {
+    const __m256i three = _mm256_set1_epi8(3);
+    const __m256i q0 = load32(x + offsetof(BlockQ2K, qs)), q1 = load32(x + offsetof(BlockQ2K, qs) + 32);
+    r.q[0] = _mm256_and_si256(q0, three);
+    r.q[1] = _mm256_and_si256(_mm256_srli_epi16(q0, 2), three);
+    r.q[2] = _mm256_and_si256(_mm256_srli_epi16(q0, 4), three);
+    r.q[3] = _mm256_and_si256(_mm256_srli_epi16(q0, 6), three);
+    r.q[4] = _mm256_and_si256(q1, three);
+    r.q[5] = _mm256_and_si256(_mm256_srli_epi16(q1, 2), three);
+    r.q[6] = _mm256_and_si256(_mm256_srli_epi16(q1, 4), three);
+    r.q[7] = _mm256_and_si256(_mm256_srli_epi16(q1, 6), three);
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + offsetof(BlockQ2K, scales)));
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    r.sc = packed_order16(_mm_and_si128(packed, low4));
+    r.mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), low4));
+  }
+};
+
+// Dot products of 4 unsigned weight bytes with 4 signed activation bytes per dword lane.
+struct DotMaddubs {
+  static __m256i dot(__m256i q, __m256i a) {
+    // Pair sums are at most 2 * 63 * 127: vpmaddubsw never saturates here.
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), _mm256_set1_epi16(1));
+  }
+};
+
+// The integer part of one row's super-block: lanes whose sum is sumi (P) and summ (M).
+template <class Fmt, class Dot>
+inline void row_block_sums(const uint8_t* wb, const uint8_t* ab, __m256i bsums, __m256i off_a, __m256i off_b,
+                           __m256i& p, __m256i& m) {
+  RegBlock r;
+  Fmt::load(wb, r);
+  const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
+  __m256i v[8];
+  for (int c = 0; c < 8; ++c) v[c] = Dot::dot(r.q[c], load32(aq + 32 * c));
+  __m256i sa = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  __m256i sb = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  if constexpr (Fmt::kKind == Kind::kOffset) {
+    sa = _mm256_sub_epi32(sa, off_a);
+    sb = _mm256_sub_epi32(sb, off_b);
+  }
+  if constexpr (Fmt::kSumsFitInt16)
+    p = _mm256_madd_epi16(_mm256_packs_epi32(sa, sb), _mm256_cvtepi8_epi16(r.sc));
+  else
+    p = _mm256_add_epi32(_mm256_mullo_epi32(sa, _mm256_cvtepi8_epi32(r.sc)),
+                         _mm256_mullo_epi32(sb, _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(r.sc, r.sc))));
+  if constexpr (Fmt::kKind == Kind::kMins) m = _mm256_madd_epi16(r.mins, bsums);
+}
+
+// The low 16 bits of each of the 8 dwords, packed into 8 words.
+inline __m128i pack_low16(__m256i v) {
+#if defined(__AVX512VL__)
+  return _mm256_cvtepi32_epi16(v);
+#else
+  const __m256i p = _mm256_packus_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0xFFFF)), _mm256_setzero_si256());
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(p, 0x08));
+#endif
+}
+
+// One tile: 8 rows starting at w0, w_stride bytes apart (rows past n_rows repeat the last: their
+// byte offsets are `row_off`), one activation row a; res[r] = row r's result. While on
+// super-block b it prefetches super-block b of the rows 8 further (the tile walks 8 rows side by
+// side, a pattern the hardware prefetchers do not follow).
+template <class Fmt, class Dot>
+void rowdot_tile(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_stride, const uint8_t* a, float* res) {
+  // The f16 d (and dmin) of the 8 rows come in one dword gather: (d | dmin << 16) for formats
+  // with mins (d first, dmin next), (x | d << 16) for the others (d is the block's last field).
+  constexpr int kDwordAt = Fmt::kKind == Kind::kMins ? static_cast<int>(Fmt::kD) : static_cast<int>(Fmt::kD) - 2;
+  static_assert(Fmt::kKind == Kind::kOffset || Fmt::kDmin == Fmt::kD + 2);
+  const __m256i gather_idx = _mm256_setr_epi32(static_cast<int>(row_off[0]), static_cast<int>(row_off[1]),
+                                               static_cast<int>(row_off[2]), static_cast<int>(row_off[3]),
+                                               static_cast<int>(row_off[4]), static_cast<int>(row_off[5]),
+                                               static_cast<int>(row_off[6]), static_cast<int>(row_off[7]));
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* wb = w0 + static_cast<size_t>(b) * Fmt::kBytes;
+    // Integer arithmetic: the address may lie past the end of the weights (prefetches never fault).
+    const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + 8 * w_stride;
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; ++r)
+      for (size_t line = 0; line < Fmt::kBytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + line), _MM_HINT_T1);
+    const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
+    const __m256i bsums = load32(ab + offsetof(BlockQ8K, bsums));
+    __m256i off_a = _mm256_setzero_si256(), off_b = _mm256_setzero_si256();
+    if constexpr (Fmt::kKind == Kind::kOffset) {
+      // offset * bsums in the vphaddd order of the sub-block sums.
+      const __m256i ord = _mm256_shuffle_epi8(bsums, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                                                                      0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
+      off_a = _mm256_slli_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(ord)), Fmt::kOffsetShift);
+      off_b = _mm256_slli_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(ord, 1)), Fmt::kOffsetShift);
+    }
+    __m256i p[8], m[8];
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; ++r) row_block_sums<Fmt, Dot>(wb + row_off[r], ab, bsums, off_a, off_b, p[r], m[r]);
+    const __m256i dd = _mm256_i32gather_epi32(reinterpret_cast<const int*>(wb + kDwordAt), gather_idx, 1);
+    const __m256 da = _mm256_set1_ps(a_scale256(ab));
+    if constexpr (Fmt::kKind == Kind::kMins) {
+      const __m256 d = _mm256_cvtph_ps(pack_low16(dd)), dmin = _mm256_cvtph_ps(pack_low16(_mm256_srli_epi32(dd, 16)));
+      acc = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(reduce8(p)), acc);
+      acc = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(reduce8(m)), acc);
+    } else {
+      const __m256 d = _mm256_cvtph_ps(pack_low16(_mm256_srli_epi32(dd, 16)));
+      acc = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(reduce8(p)), acc);
+    }
+  }
+  _mm256_storeu_ps(res, acc);
+}
+
+// The gemm for small n_tok: every 8-row tile runs once per token (its weights stay in L1/L2).
+// Returns false (nothing written) when rows are too far apart for the 32-bit gather offsets.
+template <class Fmt, class Dot>
+bool gemm_rowdot(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                 int64_t n_tok, float* out, size_t out_stride) {
+  if (w_stride > (size_t{1} << 27)) return false;
+  const int64_t nb = k / kQK_K;
+  const uint8_t* w8 = static_cast<const uint8_t*>(w);
+  const uint8_t* a8 = static_cast<const uint8_t*>(a);
+  for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
+    const int64_t nr = std::min<int64_t>(8, n_rows - r0);
+    size_t row_off[8];
+    for (int r = 0; r < 8; ++r) row_off[r] = static_cast<size_t>(std::min<int64_t>(r, nr - 1)) * w_stride;
+    const uint8_t* w0 = w8 + static_cast<size_t>(r0) * w_stride;
+    for (int64_t t = 0; t < n_tok; ++t) {
+      float res[8];
+      rowdot_tile<Fmt, Dot>(nb, w0, row_off, w_stride, a8 + static_cast<size_t>(t) * a_stride, res);
+      float* o = out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0);
+      for (int64_t r = 0; r < nr; ++r) o[r] = res[r];
+    }
+  }
+  return true;
+}
+
+}  // namespace
+}  // namespace baton::kernels::kq
