@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <random>
 
 #include "engine/api/http_server_impl.h"
@@ -48,6 +49,8 @@ struct TokenClock {
 
 // Everything a streaming response needs after the handler has returned.
 struct Stream {
+  Stream(std::shared_ptr<serving::RequestHandle> h, ResponseBuilder b, bool is_chat, bool usage, bool lp, TokenClock c)
+      : handle(std::move(h)), builder(std::move(b)), chat(is_chat), include_usage(usage), logprobs(lp), clock(c) {}
   std::shared_ptr<serving::RequestHandle> handle;
   ResponseBuilder builder;
   bool chat = false;
@@ -56,6 +59,16 @@ struct Stream {
   bool role_sent = false;
   bool finished = false;
   TokenClock clock;
+  std::atomic<bool> abandoned{false};
+
+  // The client went away (or the server is stopping) before the end: count it once, then free
+  // the slot (counted first, so whoever sees the slot free also sees the count).
+  void abandon(HttpMetrics& metrics) {
+    if (finished || abandoned.exchange(true)) return;
+    metrics.count_stream_cancelled();
+    handle->cancel();
+    spdlog::info("{}: client disconnected, request cancelled", builder.id());
+  }
 };
 
 }  // namespace
@@ -113,8 +126,8 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
     return;
   }
 
-  auto st = std::make_shared<Stream>(Stream{handle, ResponseBuilder(r, tok, model.info().id), endpoint == Endpoint::kChat,
-                                            r.include_usage, r.logprobs, false, false, clock});
+  auto st = std::make_shared<Stream>(handle, ResponseBuilder(r, tok, model.info().id), endpoint == Endpoint::kChat,
+                                     r.include_usage, r.logprobs, clock);
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
@@ -129,7 +142,7 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
         auto poll = st->handle->next(ev, kPoll);
         if (poll == serving::RequestHandle::Poll::kTimeout) {
           if (stopping || !sink.is_writable()) {
-            st->handle->cancel();
+            st->abandon(metrics);
             return false;
           }
           return true;
@@ -138,7 +151,9 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
           st->clock.tick(metrics);
           if (ev.text.empty() && !st->logprobs) return true;  // text held back (partial character, stop prefix)
           std::string chunk = sse_event(st->builder.token_chunk(ev));
-          return sink.write(chunk.data(), chunk.size());
+          if (sink.write(chunk.data(), chunk.size())) return true;
+          st->abandon(metrics);
+          return false;
         }
         // Done: the final chunk (or an error event), usage, [DONE].
         st->finished = true;
@@ -155,15 +170,8 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
         sink.done();
         return ok;
       },
-      [this, st](bool success) {
-        if (success && st->finished) return;
-        // The client went away (or the server stopped) before the end: free the slot.
-        if (!st->finished) {
-          st->handle->cancel();
-          metrics.count_stream_cancelled();
-          spdlog::info("{}: client disconnected, request cancelled", st->builder.id());
-        }
-      });
+      // Called when httplib is done with the response; unfinished means the stream broke off.
+      [this, st](bool) { st->abandon(metrics); });
 }
 
 }  // namespace baton::api

@@ -260,8 +260,11 @@ void HttpServer::Impl::handle_detokenize(const httplib::Request& req, httplib::R
 HttpServer::HttpServer(ServedModel& model, ServerOptions options)
     : impl_(std::make_unique<Impl>(model, std::move(options))) {
   auto& o = impl_->options;
+  // One thread per request that can be running or queued in the scheduler, plus a few for the
+  // other routes: beyond that, requests wait for a thread instead of reaching the 503 check.
+  const auto& so = model.scheduler().options();
   size_t threads = o.threads > 0 ? static_cast<size_t>(o.threads)
-                                 : static_cast<size_t>(4 * std::max(1, model.scheduler().options().slots) + 8);
+                                 : static_cast<size_t>(std::min(so.slots + so.queue_limit + 8, 1024));
   impl_->server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   impl_->server.set_payload_max_length(o.max_body_bytes);
   impl_->server.set_keep_alive_timeout(5);

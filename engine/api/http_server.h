@@ -22,7 +22,7 @@ struct ServerOptions {
   int port = 8021;                         // 0: any free port (see port())
   std::string api_key;                     // "" = no authentication
   size_t max_body_bytes = 8u << 20;        // larger bodies -> 413
-  int threads = 0;                         // HTTP threads; <= 0: 4 x slots + 8
+  int threads = 0;                         // HTTP threads; <= 0: slots + queue limit + 8
 };
 
 class HttpServer {

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   app.add_option("-t,--threads", so.threads, "compute threads (default: all cores)");
   app.add_option("--alias", so.alias, "model id in the API (default: the file name without .gguf)");
   app.add_option("--chat-template", so.chat_template, "chat template by name (default: the model's)");
-  app.add_option("--http-threads", http.threads, "HTTP worker threads (default 4 x slots + 8)");
+  app.add_option("--http-threads", http.threads, "HTTP worker threads (default slots + queue + 8)");
   CLI11_PARSE(app, argc, argv);
   if (model_path.empty() && config_path.empty()) {
     fmt::print(stderr, "error: give --model FILE or --config cluster.yaml\n");
