@@ -94,6 +94,10 @@ class QueueingLayers : public WrappedLayers {
   using WrappedLayers::WrappedLayers;
   int max_in_flight() const override { return 3; }
   void submit(const TokenBatch& batch, std::vector<float>& hidden) override {
+    {
+      std::unique_lock lock(hold_mutex_);
+      hold_cv_.wait(lock, [&] { return !held_; });
+    }
     if (queued_.size() >= 3) fail("QueueingLayers: a 4th pass was submitted while 3 are unfinished");
     for (const auto& q : queued_)
       for (uint64_t id : batch.seq_ids)
@@ -104,13 +108,30 @@ class QueueingLayers : public WrappedLayers {
   }
   void finish(std::vector<float>& out_rows) override {
     if (queued_.empty()) fail("QueueingLayers: finish() without a pass");
+    if (fail_finish_after >= 0 && finished_++ >= fail_finish_after) {
+      queued_.clear();  // after a failure every unfinished pass is lost
+      fail("node 'w3' (10.0.0.3:7100): no answer for 30 s");
+    }
     auto pass = std::move(queued_.front());
     queued_.pop_front();
     forward(pass.batch, pass.hidden, out_rows);
   }
+  // While held, submit() waits (so that requests can be queued before the first pass ends).
+  void hold(bool held) {
+    {
+      std::lock_guard lock(hold_mutex_);
+      held_ = held;
+    }
+    hold_cv_.notify_all();
+  }
   size_t max_queued = 0;
+  int fail_finish_after = -1;  // >= 0: finish() throws once this many passes have finished
 
  private:
+  std::mutex hold_mutex_;
+  std::condition_variable hold_cv_;
+  bool held_ = false;
+  int finished_ = 0;
   struct Queued {
     TokenBatch batch;
     std::vector<float> hidden;

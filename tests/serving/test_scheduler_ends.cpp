@@ -280,6 +280,34 @@ TEST_CASE("scheduler: a failing runner ends the running requests with its messag
   for (size_t i = 0; i < ref.steps.size(); ++i) CHECK(ref.steps[i].token == got.events[i].token);
 }
 
+TEST_CASE("scheduler: a pipelined runner failing in finish() ends every sequence in flight, then serves again") {
+  auto model = load_stories(4);
+  QueueingLayers runner(model->layers());
+  runner.fail_finish_after = 6;
+  SchedulerOptions options;
+  options.slots = 4;
+  Scheduler scheduler(model->head(), runner, model->tokenizer(), options);
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  runner.hold(true);  // every request is queued before the first pass can finish
+  for (const char* text : {"Once upon a time", "The cat", "She ran", "A big dog"})
+    handles.push_back(scheduler.submit(greedy(model->tokenizer(), text, 30)));
+  runner.hold(false);
+  for (auto& h : handles) {
+    auto got = drain(*h);
+    CHECK(got.summary.finish_reason == "error");
+    CHECK(got.summary.error == "node 'w3' (10.0.0.3:7100): no answer for 30 s");
+  }
+  CHECK(scheduler.stats().failed == 4);
+  CHECK(model->layers().active_sequences() == 0);
+  runner.fail_finish_after = -1;
+  auto request = greedy(model->tokenizer(), "Once upon a time", 12);
+  auto got = drain(*scheduler.submit(request));
+  CHECK(got.summary.finish_reason == "length");
+  auto ref = solo(*model, request);
+  REQUIRE(ref.steps.size() == got.events.size());
+  for (size_t i = 0; i < ref.steps.size(); ++i) CHECK(ref.steps[i].token == got.events[i].token);
+}
+
 TEST_CASE("scheduler: destroying it ends running and queued requests with an error") {
   auto model = load_stories(1);
   ControlledLayers runner(model->layers());
