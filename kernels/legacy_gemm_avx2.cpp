@@ -1,7 +1,8 @@
 // AVX2 gemms of the legacy formats in llama.cpp's x86 order (legacy_gemm_llama.h): 8 int32
 // lanes per block from maddubs/madd, one fma per block, llama.cpp's 8-lane horizontal sum.
 // Bitwise equal to the scalar reference; batch invariant (every (row, token) pair runs the same
-// sequence whatever tile it is in). Tiles: 2 rows x 4 tokens for prefill, 1 row for decode.
+// sequence whatever tile it is in). Tiles: 2 rows x 4 tokens for prefill, 1 row for decode;
+// Q4_0 8 rows x 2 tokens (lane r of one vector = row r).
 #include "kernels/legacy_gemm_llama.h"
 #include "kernels/legacy_kernels.h"
 

@@ -4,7 +4,10 @@
 // exact integer sum of the products of elements 4i..4i+3; acc_i = fma(d_w * d_a, float(lane_i),
 // acc_i) over the blocks in order; result = hsum8(acc) (+ summs = Σ m_w * s_a for Q4_1/Q5_1).
 // Q4_0 follows llama.cpp's AVX2 repack kernels instead (kChain): acc = fma(float(block sum),
-// d_w * d_a, acc), one scalar chain per output.
+// d_w * d_a, acc), one scalar chain per output; computed 8 rows at a time with lane r of one
+// vector holding row r's chain (q4_0_rows8), tail rows (< 8) by the generic tile.
+// Every (row, token) output runs the same float operations whatever tile it falls in, so the
+// results are batch invariant and bitwise equal to the scalar reference on every ISA.
 //
 // Included by legacy_gemm_avx2.cpp (x86-64-v3), legacy_gemm_avx512.cpp (x86-64-v4) and
 // legacy_gemm_vnni_avx512.cpp (+VNNI, kVnni = true: dpbusd gives the same int32 lanes).
@@ -160,6 +163,10 @@ inline float hsum_i32(__m256i v) {
 
 constexpr int kPrefetchBytes = 256;
 
+// Generic tile, R rows x T tokens, every (row, token) pair its own sequence of the contract:
+// tinyBLAS lanes (acc_i = fma(d_w * d_a, lane_i, acc_i), hsum8) or, for kChain formats, the
+// scalar chain (used by Q4_0 only for tail rows < 8). d_w * d_a is formed as a vector product
+// of two broadcasts: per lane the same float product as the scalar reference.
 template <class F, bool kVnni, int R, int T>
 void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, float* out,
           size_t out_stride) {
@@ -178,12 +185,14 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
     }
   for (int64_t i = 0; i < nb; ++i) {
     __m256i aq[T];
+    __m256 adv[T];
     float ad[T], as[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const uint8_t* ab = a + t * a_stride + i * A::kBytes;
       aq[t] = load32(ab + A::kQs);
       ad[t] = half_to_float(ab);
+      adv[t] = _mm256_set1_ps(ad[t]);
       as[t] = F::kSigned ? 0.0f : half_to_float(ab + 2);
     }
 #pragma GCC unroll 8
@@ -191,16 +200,16 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
       const uint8_t* wb = w + r * w_stride + i * kWB;
       if constexpr (T == 1) _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes), _MM_HINT_T0);
       const WBlock b = F::load(wb);
+      const __m256 dw = _mm256_set1_ps(b.d);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const __m256i s = F::kSigned ? _mm256_sign_epi8(aq[t], b.q) : aq[t];
-        const __m256 d = _mm256_set1_ps(b.d * ad[t]);
         if constexpr (F::kChain) {
           chain[r][t] = std::fma(hsum_i32(lanes_i32<kVnni>(b.aq, s)), b.d * ad[t], chain[r][t]);
-          continue;
+        } else {
+          acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, adv[t]), lanes<kVnni>(b.aq, s), acc[r][t]);
+          if constexpr (!F::kSigned) summs[r][t] = summs[r][t] + b.m * as[t];
         }
-        acc[r][t] = _mm256_fmadd_ps(d, lanes<kVnni>(b.aq, s), acc[r][t]);
-        if constexpr (!F::kSigned) summs[r][t] = summs[r][t] + b.m * as[t];
       }
     }
   }
@@ -210,10 +219,88 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
     for (int r = 0; r < R; ++r) out[t * out_stride + r] = F::kChain ? chain[r][t] : hsum8(acc[r][t]) + summs[r][t];
 }
 
+// ---- Q4_0 (kChain), 8 rows at once: lane r of one vector is row r's chain ----
+// The 8 rows' int32 lane vectors of one block are reduced (hadd tree + 128-bit swap; integer
+// sums, exact in any order) to one vector whose lane r is row r's block sum; then
+// acc = fma(float(sum), d_w[r] * d_a, acc) per lane, as std::fma in the scalar reference.
+
+// hadd of two rows' lanes: per 128-bit half [x0+x1, x2+x3, y0+y1, y2+y3].
+inline __m256i row_pair(__m256i x, __m256i y) { return _mm256_hadd_epi32(x, y); }
+
+// Four row pairs (rows 0..7) -> lane r = row r's full 8-lane sum.
+inline __m256i rows8_sum(__m256i p01, __m256i p23, __m256i p45, __m256i p67) {
+  const __m256i lo = _mm256_hadd_epi32(p01, p23);  // rows 0..3: [lanes 0-3 | lanes 4-7]
+  const __m256i hi = _mm256_hadd_epi32(p45, p67);  // rows 4..7
+  return _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+
+// The f16 scales of block i of 8 rows, as floats.
+inline __m256 row_scales8(const uint8_t* wb, size_t w_stride) {
+  alignas(16) uint16_t h[8];
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) __builtin_memcpy(&h[r], wb + r * w_stride, 2);
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+}
+
+template <bool kVnni, int T>
+void q4_0_rows8(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, float* out,
+                size_t out_stride) {
+  constexpr size_t kWB = sizeof(BlockQ4_0);
+  constexpr size_t kAB = sizeof(BlockQ8_0);
+  __m256 acc[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    __m256i aq[T];
+    __m256 ad[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* ab = a + t * a_stride + i * kAB;
+      aq[t] = load32(ab + 2);
+      ad[t] = _mm256_set1_ps(half_to_float(ab));
+    }
+    const uint8_t* wb = w + i * kWB;
+    __m256i pair[4][T];
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      const uint8_t* w0 = wb + (2 * p) * w_stride;
+      const uint8_t* w1 = w0 + w_stride;
+      if constexpr (T == 1) {
+        _mm_prefetch(reinterpret_cast<const char*>(w0 + kPrefetchBytes), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w1 + kPrefetchBytes), _MM_HINT_T0);
+      }
+      const WBlock b0 = Q4_0::load(w0);
+      const WBlock b1 = Q4_0::load(w1);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t)
+        pair[p][t] = row_pair(lanes_i32<kVnni>(b0.aq, _mm256_sign_epi8(aq[t], b0.q)),
+                              lanes_i32<kVnni>(b1.aq, _mm256_sign_epi8(aq[t], b1.q)));
+    }
+    const __m256 dw = row_scales8(wb, w_stride);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m256 sum = _mm256_cvtepi32_ps(rows8_sum(pair[0][t], pair[1][t], pair[2][t], pair[3][t]));
+      acc[t] = _mm256_fmadd_ps(sum, _mm256_mul_ps(dw, ad[t]), acc[t]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) _mm256_storeu_ps(out + t * out_stride, acc[t]);
+}
+
 template <class F, bool kVnni>
 using TileFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, size_t);
 
-constexpr int kRows = 2;  // prefill tile: 2 rows x 4 tokens; decode: 1 row (one DRAM stream)
+// Prefill tiles: 2 rows x 4 tokens on AVX2 (16 ymm), 4 x 4 on AVX-512 (32 registers); decode:
+// 1 row (measured: 4-row decode tiles were ~1.7x slower for Q8_0). Q4_0: 8 rows x 2 tokens
+// (AVX2) or x 4 tokens (AVX-512).
+#ifdef __AVX512F__
+constexpr int kRows = 4;
+constexpr int kQ4Toks = 4;
+#else
+constexpr int kRows = 2;
+constexpr int kQ4Toks = 2;
+#endif
+constexpr int kDecodeRows = 1;
 constexpr int kToks = 4;
 
 template <class F, bool kVnni, int R>
@@ -226,20 +313,55 @@ TileFn<F, kVnni> pick_toks(int64_t t) {
   }
 }
 
+template <bool kVnni>
+TileFn<Q4_0, kVnni> pick_q4_0(int64_t t) {
+  switch (t) {
+    case 1: return q4_0_rows8<kVnni, 1>;
+    case 2: return q4_0_rows8<kVnni, 2>;
+    case 3: return q4_0_rows8<kVnni, 3>;
+    default: return q4_0_rows8<kVnni, kQ4Toks>;
+  }
+}
+
+template <class F, bool kVnni>
+TileFn<F, kVnni> pick(int64_t nr, int64_t nt) {
+  if (nr == 1) return pick_toks<F, kVnni, 1>(nt);
+  if (nt == 1) {
+    if (nr == 4) return tile<F, kVnni, 4, 1>;
+    if (nr == 2) return tile<F, kVnni, 2, 1>;
+    return tile<F, kVnni, 1, 1>;
+  }
+  if (nr == kRows) return pick_toks<F, kVnni, kRows>(nt);
+  if (nr >= 2) return pick_toks<F, kVnni, 2>(nt);
+  return pick_toks<F, kVnni, 1>(nt);
+}
+
 template <class F, bool kVnni>
 void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
           int64_t n_tok, float* out, size_t out_stride) {
   const int64_t nb = k / kQK;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
-  const int64_t row_step = n_tok == 1 ? 1 : kRows;
-  for (int64_t r0 = 0; r0 < n_rows; r0 += row_step) {
-    const int64_t nr = n_rows - r0 < row_step ? n_rows - r0 : row_step;
+  int64_t r0 = 0;
+  if constexpr (F::kChain) {  // Q4_0: groups of 8 rows, tail rows below by the generic tile
+    for (; r0 + 8 <= n_rows; r0 += 8) {
+      for (int64_t t0 = 0; t0 < n_tok; t0 += kQ4Toks) {
+        const int64_t nt = n_tok - t0 < kQ4Toks ? n_tok - t0 : kQ4Toks;
+        pick_q4_0<kVnni>(nt)(nb, wb + r0 * w_stride, w_stride, ab + t0 * a_stride, a_stride,
+                             out + t0 * out_stride + r0, out_stride);
+      }
+    }
+  }
+  const int64_t row_step = n_tok == 1 ? kDecodeRows : kRows;
+  while (r0 < n_rows) {
+    const int64_t left = n_rows - r0 < row_step ? n_rows - r0 : row_step;
+    const int64_t nr = left >= 4 ? 4 : left >= 2 ? 2 : 1;
     for (int64_t t0 = 0; t0 < n_tok; t0 += kToks) {
       const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;
-      const TileFn<F, kVnni> fn = nr == 1 ? pick_toks<F, kVnni, 1>(nt) : pick_toks<F, kVnni, kRows>(nt);
-      fn(nb, wb + r0 * w_stride, w_stride, ab + t0 * a_stride, a_stride, out + t0 * out_stride + r0, out_stride);
+      pick<F, kVnni>(nr, nt)(nb, wb + r0 * w_stride, w_stride, ab + t0 * a_stride, a_stride,
+                             out + t0 * out_stride + r0, out_stride);
     }
+    r0 += nr;
   }
 }
 
