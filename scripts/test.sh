@@ -22,9 +22,9 @@ cmake --build build -j "$jobs"
 # -O1 without debug info: the sanitizers need no more, and it halves the compile time.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1" -DBATON_SANITIZE=ON \
   -DBATON_SHARED_DIR="$shared"
-asan_targets=$(cd build-asan && ninja -t targets all | sed -n 's/^\(test_\(base\|gguf\|net\|engine\|tokenizer\|serving\|api\)\):.*/\1/p' | sort -u)
+asan_targets=$(cd build-asan && ninja -t targets all | sed -n 's/^\(test_\(base\|gguf\|net\|engine\|tokenizer\|serving\|api\|pipeline\)\):.*/\1/p' | sort -u)
 # The process tests run the tools of the same tree, so they are sanitized too.
-cmake --build build-asan -j "$jobs" --target $asan_targets engine-gguf engine-coordinator engine-worker
+cmake --build build-asan -j "$jobs" --target $asan_targets engine-gguf engine-coordinator engine-worker engine-run engine-bench
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-   ctest --output-on-failure -j "$jobs" -L 'base|gguf|net|engine|tokenizer|serving|api' --timeout 900)
+   ctest --output-on-failure -j "$jobs" -L 'base|gguf|net|engine|tokenizer|serving|api|pipeline' --timeout 900)
 echo "all test stages passed"
