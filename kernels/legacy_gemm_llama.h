@@ -220,21 +220,44 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
 }
 
 // ---- Q4_0 (kChain), 8 rows at once: lane r of one vector is row r's chain ----
-// The 8 rows' int32 lane vectors of one block are reduced (hadd tree + 128-bit swap; integer
-// sums, exact in any order) to one vector whose lane r is row r's block sum; then
-// acc = fma(float(sum), d_w[r] * d_a, acc) per lane, as std::fma in the scalar reference.
+// Per block the exact integer sum Σ (n_j - 8) a_j is formed as Σ n_j a_j - 8 Σ a_j (n = the raw
+// nibble 0..15, so it is maddubs' unsigned operand directly; Σ a_j once per token, shared by
+// the 8 rows). Two rows share one vector: [row x nibbles | row y nibbles], low nibbles against
+// activations 0..15 and high nibbles against 16..31 (each 128-bit half broadcast), giving 4 int32
+// partial sums per row. Rows are paired (r, r+4) so three hadds leave lane r = row r's block sum
+// (integer sums: exact in any order). Then acc = fma(float(sum), d_w[r] * d_a, acc) per lane,
+// the scalar reference's std::fma(float(sumi), d_w * d_a, acc).
 
-// hadd of two rows' lanes: per 128-bit half [x0+x1, x2+x3, y0+y1, y2+y3].
-inline __m256i row_pair(__m256i x, __m256i y) { return _mm256_hadd_epi32(x, y); }
-
-// Four row pairs (rows 0..7) -> lane r = row r's full 8-lane sum.
-inline __m256i rows8_sum(__m256i p01, __m256i p23, __m256i p45, __m256i p67) {
-  const __m256i lo = _mm256_hadd_epi32(p01, p23);  // rows 0..3: [lanes 0-3 | lanes 4-7]
-  const __m256i hi = _mm256_hadd_epi32(p45, p67);  // rows 4..7
-  return _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31));
+inline __m256i load2x16(const uint8_t* x, const uint8_t* y) {
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))),
+                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(y)), 1);
+}
+inline __m256i bcast16(const uint8_t* p) {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// The f16 scales of block i of 8 rows, as floats.
+// Σ of lo[j] * alo[j] + hi[j] * ahi[j] over each 8 bytes -> int32 (|each product| <= 15 * 128).
+template <bool kVnni>
+inline __m256i nibble_dot2(__m256i lo, __m256i hi, __m256i alo, __m256i ahi) {
+  if constexpr (kVnni) {
+    return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, alo), hi, ahi);
+  } else {
+    return _mm256_madd_epi16(_mm256_set1_epi16(1),
+                             _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi)));
+  }
+}
+
+// 8 * Σ of the 32 activation quants, in every lane.
+template <bool kVnni>
+inline __m256i act_sum_x8(__m256i q) {
+  __m256i l = lanes_i32<kVnni>(_mm256_set1_epi8(1), q);
+  l = _mm256_add_epi32(l, _mm256_permute2x128_si256(l, l, 1));
+  l = _mm256_add_epi32(l, _mm256_shuffle_epi32(l, 0x4E));
+  l = _mm256_add_epi32(l, _mm256_shuffle_epi32(l, 0xB1));
+  return _mm256_slli_epi32(l, 3);
+}
+
+// The f16 scales of block i of 8 rows, as floats (lane r = row r).
 inline __m256 row_scales8(const uint8_t* wb, size_t w_stride) {
   alignas(16) uint16_t h[8];
 #pragma GCC unroll 8
@@ -242,45 +265,55 @@ inline __m256 row_scales8(const uint8_t* wb, size_t w_stride) {
   return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
 }
 
+constexpr int kQ4Prefetch = 256;  // (1024 measured no better)
+
 template <bool kVnni, int T>
 void q4_0_rows8(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, float* out,
                 size_t out_stride) {
   constexpr size_t kWB = sizeof(BlockQ4_0);
   constexpr size_t kAB = sizeof(BlockQ8_0);
+  const __m256i m15 = _mm256_set1_epi8(15);
   __m256 acc[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
-    __m256i aq[T];
-    __m256 ad[T];
+    const uint8_t* wb = w + i * kWB;
+    __m256i alo[T], ahi[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const uint8_t* ab = a + t * a_stride + i * kAB;
-      aq[t] = load32(ab + 2);
-      ad[t] = _mm256_set1_ps(half_to_float(ab));
+      alo[t] = bcast16(ab + 2);
+      ahi[t] = bcast16(ab + 18);
     }
-    const uint8_t* wb = w + i * kWB;
-    __m256i pair[4][T];
-#pragma GCC unroll 4
-    for (int p = 0; p < 4; ++p) {
-      const uint8_t* w0 = wb + (2 * p) * w_stride;
-      const uint8_t* w1 = w0 + w_stride;
-      if constexpr (T == 1) {
-        _mm_prefetch(reinterpret_cast<const char*>(w0 + kPrefetchBytes), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(w1 + kPrefetchBytes), _MM_HINT_T0);
-      }
-      const WBlock b0 = Q4_0::load(w0);
-      const WBlock b1 = Q4_0::load(w1);
+    __m256i h[2][T];
+#pragma GCC unroll 2
+    for (int g = 0; g < 2; ++g) {
+      __m256i p[2][T];
+#pragma GCC unroll 2
+      for (int j = 0; j < 2; ++j) {
+        const uint8_t* wx = wb + (2 * g + j) * w_stride;  // rows 2g+j and 2g+j+4
+        const uint8_t* wy = wx + 4 * w_stride;
+        if constexpr (T == 1) {
+          if ((i & 1) == 0) {
+            _mm_prefetch(reinterpret_cast<const char*>(wx + kQ4Prefetch), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(wy + kQ4Prefetch), _MM_HINT_T0);
+          }
+        }
+        const __m256i v = load2x16(wx + 2, wy + 2);
+        const __m256i lo = _mm256_and_si256(v, m15);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m15);
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t)
-        pair[p][t] = row_pair(lanes_i32<kVnni>(b0.aq, _mm256_sign_epi8(aq[t], b0.q)),
-                              lanes_i32<kVnni>(b1.aq, _mm256_sign_epi8(aq[t], b1.q)));
+        for (int t = 0; t < T; ++t) p[j][t] = nibble_dot2<kVnni>(lo, hi, alo[t], ahi[t]);
+      }
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) h[g][t] = _mm256_hadd_epi32(p[0][t], p[1][t]);
     }
     const __m256 dw = row_scales8(wb, w_stride);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      const __m256 sum = _mm256_cvtepi32_ps(rows8_sum(pair[0][t], pair[1][t], pair[2][t], pair[3][t]));
-      acc[t] = _mm256_fmadd_ps(sum, _mm256_mul_ps(dw, ad[t]), acc[t]);
+      const uint8_t* ab = a + t * a_stride + i * kAB;
+      const __m256i sum = _mm256_sub_epi32(_mm256_hadd_epi32(h[0][t], h[1][t]), act_sum_x8<kVnni>(load32(ab + 2)));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(ab))), acc[t]);
     }
   }
 #pragma GCC unroll 8
