@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start: builds Baton, starts two engine-workers on loopback, and generates a completion
 # with `engine-run --config` across them (layers split between the two workers), printing the
-# text and its tokens/s. The workers are stopped on exit.
+# text and its tokens/s; then serves the same cluster with engine-coordinator's OpenAI-compatible
+# HTTP API and asks it for a completion with curl. Everything is stopped on exit.
 # Model: the first argument if given, else ../shared/models/stories260K.gguf when it exists,
 # else a small random model made with `engine-gguf synth`.
 set -euo pipefail
@@ -10,7 +11,7 @@ cd "$root"
 scripts/setup-deps.sh
 jobs=${BATON_JOBS:-$(nproc)}
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$jobs" --target engine-run engine-gguf engine-worker
+cmake --build build -j "$jobs" --target engine-run engine-gguf engine-worker engine-coordinator
 
 model=${1:-}
 if [ -z "$model" ]; then
@@ -66,3 +67,19 @@ cluster:
 YAML
 echo "cluster: node-01 on 127.0.0.1:${ports[0]}, node-02 on 127.0.0.1:${ports[1]}"
 build/bin/engine-run --config "$work/cluster.yaml" -p "$prompt" -n "${BATON_N:-64}"
+
+# The same cluster behind the OpenAI-compatible HTTP API, asked with curl.
+build/bin/engine-coordinator --config "$work/cluster.yaml" --port 0 >"$work/coordinator.out" 2>"$work/coordinator.log" &
+pids+=($!)
+url=""
+for _ in $(seq 300); do
+  url=$(sed -n 's/^listening on \(http:[^ ]*\).*/\1/p' "$work/coordinator.out")
+  [ -n "$url" ] && break
+  sleep 0.1
+done
+[ -n "$url" ] || { echo "engine-coordinator did not start:"; cat "$work/coordinator.log"; exit 1; }
+echo
+echo "engine-coordinator serving the cluster at $url; POST /v1/completions:"
+curl -sS "$url/v1/completions" -H 'Content-Type: application/json' \
+  -d "{\"prompt\": \"$prompt\", \"max_tokens\": 32, \"temperature\": 0}"
+echo

@@ -3,7 +3,7 @@
 # `apt-get update` only when a package is missing, and does nothing when all are there.
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git curl
   libasio-dev libdnnl-dev libflatbuffers-dev flatbuffers-compiler libfmt-dev catch2 libyaml-cpp-dev
   libpcre2-dev libicu-dev libssl-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libcpp-httplib-dev
   clang libclang-rt-14-dev
