@@ -2,18 +2,25 @@
 // one function per (op, type, ISA). Signatures are those of ToFloatFn / FromFloatFn / GemmFn
 // (type_ops.h); layouts in blocks_k.h.
 //
-// What every gemm computes, in every ISA, for one weight row w and one Q8_K activation row a:
-//   acc = 0
-//   for each super-block b, in order:
-//     sumi = exact integer sum over the super-block of (sub-block scale * q_w * q_a), where q_w
-//            includes the format's offset (Q3_K: q - 4, Q6_K: q - 32; scales Q3_K: sc - 32)
-//     summ = exact integer sum of (sub-block min * a.bsums) (Q2_K, Q4_K, Q5_K; else 0)
-//     acc  = fma(f16(w.d) * a.d, float(sumi), acc)
-//     acc  = fma(-(f16(w.dmin) * a.d), float(summ), acc)      (formats with mins only)
-// The integer parts are exact whatever the instruction order, and the float steps are the same
-// correctly rounded operations everywhere, so every ISA variant returns the same bits as the
-// scalar reference for any n_rows / n_tok / tile position. The integer sums are those of
-// llama.cpp's vec_dot_qN_K_q8_K; only its float accumulation order differs.
+// What the gemms compute, in every ISA, for one weight row w and one Q8_K activation row a.
+// The integer parts are exact whatever the instruction order (they are llama.cpp's), and the
+// float steps are the same correctly rounded operations everywhere, so every ISA variant
+// returns the same bits as the scalar reference for any n_rows / n_tok / tile position.
+//   sumi_j = sub-block scale_j * sum of q_w * q_a over 32-element sub-block j (Q4_K, Q5_K)
+//   summ_j = sub-block min_j * (a.bsums[2j] + a.bsums[2j + 1])
+// Q4_K gemm (llama.cpp's AVX2 repacked q4_K_8x8 GEMV, which it uses for weights with a row
+// count divisible by 8 on rows outside full groups of 4): per super-block
+//   acc = fma(float(sum_j sumi_j), f16(w.d) * a.d, acc); accm = fma(float(sum_j summ_j), f16(w.dmin) * a.d, accm)
+//   result = acc - accm
+// Q4_K gemm_q4_k_grouped (its 4-row GEMM): the same with one step per pair (2p, 2p + 1) of
+// sub-blocks, p = 0..3 (TypeOps::gemm_grouped says which rows take it).
+// Q5_K gemm (llama.cpp's AVX2 ggml_vec_dot_q5_K_q8_K): 8 float lanes; per super-block
+//   lane_L = fma(a.d * f16(w.d), float(sum_j scale_j * sum of the products at positions
+//            32j + 4L .. 32j + 4L + 3), lane_L);   summs = fma(-a.d * f16(w.dmin), float(sum_j summ_j), summs)
+//   result = ggml's hsum_float_8(lane) + summs
+// Q2_K Q3_K Q6_K: see their files (kq_lanes_*.h); the single-chain contract below is what the
+// shared kernels still compute for formats that do not override it:
+//   acc = fma(f16(w.d) * a.d, float(sumi), acc); acc = fma(-(f16(w.dmin) * a.d), float(summ), acc)
 //
 // to_float is bit-identical across ISAs and reproduces ggml's dequantize_row_qN_K
 // (d1 = d * sc, m1 = dmin * m, x = d1 * q - m1, without FMA contraction).
@@ -47,6 +54,8 @@ void gemm_q3_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const 
                int64_t n_tok, float* out, size_t out_stride);
 void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                int64_t n_tok, float* out, size_t out_stride);
+void gemm_q4_k_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                       int64_t n_tok, float* out, size_t out_stride);
 void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                int64_t n_tok, float* out, size_t out_stride);
 void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
@@ -67,6 +76,8 @@ void gemm_q3_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const 
                int64_t n_tok, float* out, size_t out_stride);
 void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                int64_t n_tok, float* out, size_t out_stride);
+void gemm_q4_k_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                       int64_t n_tok, float* out, size_t out_stride);
 void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                int64_t n_tok, float* out, size_t out_stride);
 void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
@@ -89,6 +100,8 @@ void gemm_q3_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const 
                int64_t n_tok, float* out, size_t out_stride);
 void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                int64_t n_tok, float* out, size_t out_stride);
+void gemm_q4_k_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                       int64_t n_tok, float* out, size_t out_stride);
 void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                int64_t n_tok, float* out, size_t out_stride);
 void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,

@@ -53,11 +53,31 @@ inline float a_scale256(const uint8_t* a_block) {
 // One tile: rows w[0..R), tokens a[0..T) (pointers may repeat to pad a partial tile);
 // result lane r * T + t goes to res[r * T + t]. Rows are w_stride bytes apart; the next tile's
 // rows start R rows further.
-template <class Fmt, int R, int T>
+// The float order of a tile's results (see kquant_kernels.h):
+//   kContract: one chain per output, d * sumi then -dmin * summ per super-block;
+//   kSplit:    Q4_K as llama.cpp's repacked GEMV: two chains (d * sumi, dmin * summ) with one
+//              step per super-block each, subtracted at the end;
+//   kGrouped:  Q4_K as llama.cpp's repacked 4-row GEMM: the same two chains, one step per 64
+//              elements;
+//   kLanes:    Q5_K as llama.cpp's vec_dot_q5_K_q8_K: 8 float lanes per output (lane L sums the
+//              products at positions 4L..4L+3 of every 32-element chunk), one step per
+//              super-block, plus a dmin * summ chain; ggml's hsum_float_8 of the lanes + that.
+enum class Order { kContract, kSplit, kGrouped, kLanes };
+
+// ggml's hsum_float_8 of 8 floats.
+inline float hsum8_ggml(const float* x) {
+  const float s0 = x[4] + x[0], s1 = x[5] + x[1], s2 = x[6] + x[2], s3 = x[7] + x[3];
+  return (s0 + s2) + (s1 + s3);
+}
+
+template <class Fmt, int R, int T, Order O = Order::kContract>
 void gemm_tile256(int64_t nb, const uint8_t* const* w, size_t w_stride, const uint8_t* const* a, float* res) {
   static_assert(R * T == 8);
+  static_assert(O == Order::kContract || Fmt::kKind == Kind::kMins);
   Unpacked u[R];
-  __m256 acc = _mm256_setzero_ps();
+  __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+  __m256 lanes[O == Order::kLanes ? 8 : 1];
+  for (auto& l : lanes) l = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     for (int r = 0; r < R; ++r) {
       // Integer arithmetic: the address may lie past the end of the weights (prefetches never fault).
@@ -67,24 +87,9 @@ void gemm_tile256(int64_t nb, const uint8_t* const* w, size_t w_stride, const ui
     for (int r = 0; r < R; ++r) Fmt::unpack(w[r] + b * static_cast<int64_t>(Fmt::kBytes), u[r]);
     const uint8_t* ab[T];
     for (int t = 0; t < T; ++t) ab[t] = a[t] + b * static_cast<int64_t>(sizeof(BlockQ8K));
-    __m256i sum[R * T];
-    for (auto& s : sum) s = _mm256_setzero_si256();
-    for (int c = 0; c < 8; ++c) {
-      for (int r = 0; r < R; ++r) {
-        const __m256i wq = _mm256_load_si256(reinterpret_cast<const __m256i*>(u[r].q + 32 * c));
-        const __m256i sc = chunk_scales256(u[r], c);
-        for (int t = 0; t < T; ++t) {
-          const __m256i aq = load32(ab[t] + offsetof(BlockQ8K, qs) + 32 * c);
-          sum[r * T + t] = _mm256_add_epi32(sum[r * T + t], _mm256_madd_epi16(_mm256_maddubs_epi16(wq, aq), sc));
-        }
-      }
-    }
     __m256i corr[R * T];
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) corr[r * T + t] = _mm256_madd_epi16(load_corr256(u[r]), load_bsums256(ab[t]));
-    if constexpr (Fmt::kKind == Kind::kOffset)
-      for (int i = 0; i < R * T; ++i) sum[i] = _mm256_add_epi32(sum[i], corr[i]);
-
     alignas(32) float dw[8], da[8], dm[8];
     for (int r = 0; r < R; ++r) {
       for (int t = 0; t < T; ++t) {
@@ -94,14 +99,70 @@ void gemm_tile256(int64_t nb, const uint8_t* const* w, size_t w_stride, const ui
       }
     }
     const __m256 vda = _mm256_load_ps(da);
-    acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(dw), vda), _mm256_cvtepi32_ps(reduce8(sum)), acc);
-    if constexpr (Fmt::kKind == Kind::kMins)
-      acc = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_load_ps(dm), vda), _mm256_cvtepi32_ps(reduce8(corr)), acc);
+    // The integer sums over chunks [c0, c1): lane L of sum[r * T + t] = sum over the chunks of
+    // scale * (products at positions 4L..4L+3 of the chunk).
+    auto chunk_sums = [&](int c0, int c1, __m256i* sum) {
+      for (int i = 0; i < R * T; ++i) sum[i] = _mm256_setzero_si256();
+      for (int c = c0; c < c1; ++c) {
+        for (int r = 0; r < R; ++r) {
+          const __m256i wq = _mm256_load_si256(reinterpret_cast<const __m256i*>(u[r].q + 32 * c));
+          const __m256i sc = chunk_scales256(u[r], c);
+          for (int t = 0; t < T; ++t) {
+            const __m256i aq = load32(ab[t] + offsetof(BlockQ8K, qs) + 32 * c);
+            sum[r * T + t] = _mm256_add_epi32(sum[r * T + t], _mm256_madd_epi16(_mm256_maddubs_epi16(wq, aq), sc));
+          }
+        }
+      }
+    };
+    __m256i sum[R * T];
+    if constexpr (O == Order::kGrouped) {
+      // Per 64 elements: sumi over chunks 2p, 2p + 1 and summ over corr lanes 2p, 2p + 1.
+      alignas(32) int32_t m32[R * T][8];
+      for (int i = 0; i < R * T; ++i) store32(m32[i], corr[i]);
+      const __m256 dd = _mm256_mul_ps(_mm256_load_ps(dw), vda), dmm = _mm256_mul_ps(_mm256_load_ps(dm), vda);
+      for (int p = 0; p < 4; ++p) {
+        chunk_sums(2 * p, 2 * p + 2, sum);
+        alignas(32) int32_t mp[8];
+        for (int i = 0; i < R * T; ++i) mp[i] = m32[i][2 * p] + m32[i][2 * p + 1];
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(sum)), dd, acc);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(mp))), dmm, accm);
+      }
+      continue;
+    }
+    chunk_sums(0, 8, sum);
+    if constexpr (Fmt::kKind == Kind::kOffset)
+      for (int i = 0; i < R * T; ++i) sum[i] = _mm256_add_epi32(sum[i], corr[i]);
+    if constexpr (O == Order::kContract) {
+      acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(dw), vda), _mm256_cvtepi32_ps(reduce8(sum)), acc);
+      if constexpr (Fmt::kKind == Kind::kMins)
+        acc = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_load_ps(dm), vda), _mm256_cvtepi32_ps(reduce8(corr)), acc);
+    } else if constexpr (O == Order::kSplit) {
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(sum)), _mm256_mul_ps(_mm256_load_ps(dw), vda), acc);
+      accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(corr)), _mm256_mul_ps(_mm256_load_ps(dm), vda), accm);
+    } else {  // kLanes: d = a.d * f16(w.d), dmin = -a.d * f16(w.dmin)
+      const __m256 d = _mm256_mul_ps(vda, _mm256_load_ps(dw));
+      alignas(32) float dl[8];
+      _mm256_store_ps(dl, d);
+      for (int i = 0; i < R * T; ++i) lanes[i] = _mm256_fmadd_ps(_mm256_set1_ps(dl[i]), _mm256_cvtepi32_ps(sum[i]), lanes[i]);
+      const __m256 dmin = _mm256_mul_ps(_mm256_xor_ps(vda, _mm256_set1_ps(-0.0f)), _mm256_load_ps(dm));
+      accm = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(reduce8(corr)), accm);
+    }
   }
-  _mm256_storeu_ps(res, acc);
+  if constexpr (O == Order::kLanes) {
+    alignas(32) float l[8], m[8];
+    _mm256_store_ps(m, accm);
+    for (int i = 0; i < R * T; ++i) {
+      _mm256_store_ps(l, lanes[i]);
+      res[i] = hsum8_ggml(l) + m[i];
+    }
+  } else if constexpr (O == Order::kContract) {
+    _mm256_storeu_ps(res, acc);
+  } else {
+    _mm256_storeu_ps(res, _mm256_sub_ps(acc, accm));
+  }
 }
 
-template <class Fmt, int R, int T>
+template <class Fmt, int R, int T, Order O = Order::kContract>
 void gemm_tiles256(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                 int64_t n_tok, float* out, size_t out_stride) {
   const int64_t nb = k / kQK_K;
@@ -116,23 +177,23 @@ void gemm_tiles256(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
       const uint8_t* at[T];
       for (int t = 0; t < T; ++t) at[t] = a8 + static_cast<size_t>(t0 + std::min<int64_t>(t, nt - 1)) * a_stride;
       float res[8];
-      gemm_tile256<Fmt, R, T>(nb, wr, w_stride, at, res);
+      gemm_tile256<Fmt, R, T, O>(nb, wr, w_stride, at, res);
       for (int64_t t = 0; t < nt; ++t)
         for (int64_t r = 0; r < nr; ++r) out[static_cast<size_t>(t0 + t) * out_stride + static_cast<size_t>(r0 + r)] = res[r * T + t];
     }
   }
 }
 
-template <class Fmt>
+template <class Fmt, Order O = Order::kContract>
 void gemm_rows256(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
           float* out, size_t out_stride) {
   // Wider token tiles unpack each weight super-block fewer times.
   if (n_tok == 1)
-    gemm_tiles256<Fmt, 8, 1>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+    gemm_tiles256<Fmt, 8, 1, O>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
   else if (n_tok == 2)
-    gemm_tiles256<Fmt, 4, 2>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+    gemm_tiles256<Fmt, 4, 2, O>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
   else
-    gemm_tiles256<Fmt, 2, 4>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+    gemm_tiles256<Fmt, 2, 4, O>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #pragma GCC target("avx512vnni")
 
@@ -137,9 +138,12 @@ inline __m512i broadcast_dword(const void* p) {
 }
 
 // The kRows x 16 results of one row group and token group over all super-blocks.
-template <class Fmt>
+// kSplit: Q4_K's Order::kSplit (kquant_rows256.h): two chains, subtracted at the end.
+template <class Fmt, bool kSplit>
 void compute_group(int64_t nb, const Unpacked* const* u, const int32_t* const* qsum, const ActBlock* act,
                    __m512 acc[kRows]) {
+  __m512 accm[kRows];
+  for (int r = 0; r < kRows; ++r) accm[r] = _mm512_setzero_ps();
   // Q4_K/Q5_K scales are per 32 elements: one multiply per 8 dwords instead of 4.
   constexpr int kDwordsPerScale = Fmt::kScaleElems / 4;
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
@@ -173,17 +177,24 @@ void compute_group(int64_t nb, const Unpacked* const* u, const int32_t* const* q
     }
     const __m512 da = _mm512_load_ps(A.d);
     for (int r = 0; r < kRows; ++r) {
+      if constexpr (kSplit) {
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[r]), _mm512_mul_ps(_mm512_set1_ps(u[r][b].d), da), acc[r]);
+        accm[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins[r]), _mm512_mul_ps(_mm512_set1_ps(u[r][b].dmin), da), accm[r]);
+        continue;
+      }
       acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r][b].d), da), _mm512_cvtepi32_ps(sum[r]), acc[r]);
       if constexpr (Fmt::kKind == Kind::kMins)
         acc[r] = _mm512_fnmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r][b].dmin), da), _mm512_cvtepi32_ps(mins[r]), acc[r]);
     }
   }
+  if constexpr (kSplit)
+    for (int r = 0; r < kRows; ++r) acc[r] = _mm512_sub_ps(acc[r], accm[r]);
 }
 
 thread_local Scratch t_scratch;
 
 // false when the scratch could not be allocated (nothing was written).
-template <class Fmt>
+template <class Fmt, bool kSplit>
 bool gemm_tokens(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                  int64_t n_tok, float* out, size_t out_stride) {
   const int64_t nb = k / kQK_K;
@@ -224,7 +235,7 @@ bool gemm_tokens(int64_t k, const void* w, size_t w_stride, int64_t n_rows, cons
     }
     for (int64_t g = 0; g < n_groups; ++g) {
       __m512 acc[kRows];
-      compute_group<Fmt>(nb, u, qs, act + g * nb, acc);
+      compute_group<Fmt, kSplit>(nb, u, qs, act + g * nb, acc);
       alignas(64) float res[kRows][16];
       for (int r = 0; r < kRows; ++r) _mm512_store_ps(res[r], acc[r]);
       const int64_t nt = std::min<int64_t>(16, n_tok - 16 * g);
@@ -244,8 +255,16 @@ struct DotVnni {
 template <class Fmt, class RowFmt>
 void gemm_vnni(GemmFn row_kernel, int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
                size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
-  if (n_tok >= kMinTokens && gemm_tokens<Fmt>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride)) return;
-  if (n_tok <= kq::kRowdotMaxTokens &&
+  // Q5_K's order keeps 8 lanes per output (Order::kLanes), which the token-lane kernel has not.
+  if constexpr (!std::is_same_v<Fmt, kq::FmtQ5K>)
+    if (n_tok >= kMinTokens &&
+        gemm_tokens<Fmt, kq::split_mins<RowFmt>()>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride))
+      return;
+  if constexpr (std::is_same_v<Fmt, kq::FmtQ5K>) {
+    row_kernel(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+    return;
+  }
+  if (n_tok <= (kq::split_mins<RowFmt>() ? kq::kRowdotMaxTokensSplit : kq::kRowdotMaxTokens) &&
       kq::gemm_rowdot<RowFmt, DotVnni>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride))
     return;
   row_kernel(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);

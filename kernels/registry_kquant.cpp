@@ -11,10 +11,17 @@ constexpr TypeOps weight_ops(GgmlType type, ToFloatFn to_float, FromFloatFn quan
   return TypeOps{type, GgmlType::kQ8_K, to_float, quantize, gemm};
 }
 
+// The same with the gemm of rows in full groups of 4 (TypeOps::gemm_grouped).
+constexpr TypeOps with_grouped(TypeOps ops, GemmFn grouped) {
+  ops.gemm_grouped = grouped;
+  return ops;
+}
+
 constexpr TypeOps kScalar[] = {
     weight_ops(GgmlType::kQ2_K, scalar::dequantize_q2_k, scalar::quantize_q2_k_ref, scalar::gemm_q2_k),
     weight_ops(GgmlType::kQ3_K, scalar::dequantize_q3_k, scalar::quantize_q3_k_ref, scalar::gemm_q3_k),
-    weight_ops(GgmlType::kQ4_K, scalar::dequantize_q4_k, scalar::quantize_q4_k_ref, scalar::gemm_q4_k),
+    with_grouped(weight_ops(GgmlType::kQ4_K, scalar::dequantize_q4_k, scalar::quantize_q4_k_ref, scalar::gemm_q4_k),
+                 scalar::gemm_q4_k_grouped),
     weight_ops(GgmlType::kQ5_K, scalar::dequantize_q5_k, scalar::quantize_q5_k_ref, scalar::gemm_q5_k),
     weight_ops(GgmlType::kQ6_K, scalar::dequantize_q6_k, scalar::quantize_q6_k_ref, scalar::gemm_q6_k),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, scalar::quantize_q8_k, nullptr},
@@ -23,7 +30,8 @@ constexpr TypeOps kScalar[] = {
 constexpr TypeOps kAvx2[] = {
     weight_ops(GgmlType::kQ2_K, avx2::dequantize_q2_k, scalar::quantize_q2_k_ref, avx2::gemm_q2_k),
     weight_ops(GgmlType::kQ3_K, avx2::dequantize_q3_k, scalar::quantize_q3_k_ref, avx2::gemm_q3_k),
-    weight_ops(GgmlType::kQ4_K, avx2::dequantize_q4_k, scalar::quantize_q4_k_ref, avx2::gemm_q4_k),
+    with_grouped(weight_ops(GgmlType::kQ4_K, avx2::dequantize_q4_k, scalar::quantize_q4_k_ref, avx2::gemm_q4_k),
+                 avx2::gemm_q4_k_grouped),
     weight_ops(GgmlType::kQ5_K, avx2::dequantize_q5_k, scalar::quantize_q5_k_ref, avx2::gemm_q5_k),
     weight_ops(GgmlType::kQ6_K, avx2::dequantize_q6_k, scalar::quantize_q6_k_ref, avx2::gemm_q6_k),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx2::quantize_q8_k, nullptr},
@@ -32,7 +40,8 @@ constexpr TypeOps kAvx2[] = {
 constexpr TypeOps kAvx512[] = {
     weight_ops(GgmlType::kQ2_K, avx512::dequantize_q2_k, scalar::quantize_q2_k_ref, avx512::gemm_q2_k),
     weight_ops(GgmlType::kQ3_K, avx512::dequantize_q3_k, scalar::quantize_q3_k_ref, avx512::gemm_q3_k),
-    weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref, avx512::gemm_q4_k),
+    with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref, avx512::gemm_q4_k),
+                 avx512::gemm_q4_k_grouped),
     weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k),
     weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},
@@ -42,7 +51,8 @@ constexpr TypeOps kAvx512[] = {
 constexpr TypeOps kAvx512Vnni[] = {
     weight_ops(GgmlType::kQ2_K, avx512::dequantize_q2_k, scalar::quantize_q2_k_ref, avx512::gemm_q2_k_vnni),
     weight_ops(GgmlType::kQ3_K, avx512::dequantize_q3_k, scalar::quantize_q3_k_ref, avx512::gemm_q3_k_vnni),
-    weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref, avx512::gemm_q4_k_vnni),
+    with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref, avx512::gemm_q4_k_vnni),
+                 avx512::gemm_q4_k_grouped),
     weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k_vnni),
     weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_vnni),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},

@@ -31,6 +31,11 @@ struct TypeOps {
   ToFloatFn to_float = nullptr;
   FromFloatFn from_float = nullptr;   // nullptr when this build has no quantizer for the type
   GemmFn gemm = nullptr;              // nullptr for pure activation types (Q8_K, Q8_1)
+  // The order llama.cpp gives rows that sit in a full group of 4 rows of their sequence in one
+  // pass (its repacked 4-row GEMM tiles; Q4_K): for a sequence with m rows in a pass, rows
+  // [0, m - m % 4) use gemm_grouped, the others gemm. nullptr: no such rows. Same contract as
+  // gemm. (MatmulDriver does not pick it yet: every row takes gemm.)
+  GemmFn gemm_grouped = nullptr;
 };
 
 // The ops for `type` with the given ISA variant (falls back to a lower ISA where a variant is
