@@ -105,8 +105,7 @@ void gemm_q3_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, s
   kq::gemm_rows256<kq::FmtQ3K>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q4_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
-  if (nt <= kq::kRowdotMaxTokensSplit && kq::gemm_rowdot<kq::RowQ4K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os))
-    return;
+  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ4K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
   kq::gemm_rows256<kq::FmtQ4K, kq::Order::kSplit>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q4_k_grouped(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
@@ -114,6 +113,7 @@ void gemm_q4_k_grouped(int64_t k, const void* w, size_t ws, int64_t nr, const vo
   kq::gemm_rows256<kq::FmtQ4K, kq::Order::kGrouped>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q5_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
+  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ5K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
   kq::gemm_rows256<kq::FmtQ5K, kq::Order::kLanes>(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q6_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {

@@ -51,9 +51,6 @@ constexpr bool split_mins() {
 
 // Up to this many tokens the gemms use gemm_rowdot (decode); larger batches the tiled kernels.
 inline constexpr int64_t kRowdotMaxTokens = 1;
-// The same for Order::kSplit formats (Q4_K), whose row kernel dots each decoded super-block
-// with 4 tokens at a time (batched decode of several sequences).
-inline constexpr int64_t kRowdotMaxTokensSplit = 16;
 
 // One weight super-block in registers.
 struct RegBlock {
@@ -122,6 +119,8 @@ struct RowQ4K {
 
 struct RowQ5K {
   static constexpr bool kSumsFitInt16 = false;  // 16 * 31 * 127
+  static constexpr bool kLanes = true;          // llama.cpp's vec_dot order (Order::kLanes)
+  static constexpr size_t kScales = offsetof(BlockQ5K, scales);
   static constexpr size_t kBytes = sizeof(BlockQ5K);
   static constexpr Kind kKind = Kind::kMins;
   static constexpr int kOffsetShift = 0;
@@ -256,35 +255,6 @@ inline void row_block_sums(const uint8_t* wb, const uint8_t* ab, __m256i bsums, 
   if constexpr (Fmt::kKind == Kind::kMins) m = _mm256_madd_epi16(r.mins, bsums);
 }
 
-// row_block_sums for T activation blocks at once: the weight super-block is decoded into
-// registers once and dotted with every token (kMins formats only).
-template <class Fmt, class Dot, int T>
-inline void row_block_sums_multi(const uint8_t* wb, const uint8_t* const* ab, const __m256i* bsums, __m256i* p,
-                                 __m256i* m) {
-  static_assert(Fmt::kKind == Kind::kMins);
-  RegBlock r;
-  Fmt::load(wb, r);
-  __m256i sc16, sc_a, sc_b;
-  if constexpr (Fmt::kSumsFitInt16) {
-    sc16 = _mm256_cvtepi8_epi16(r.sc);
-  } else {
-    sc_a = _mm256_cvtepi8_epi32(r.sc);
-    sc_b = _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(r.sc, r.sc));
-  }
-  for (int t = 0; t < T; ++t) {
-    const uint8_t* aq = ab[t] + offsetof(BlockQ8K, qs);
-    __m256i v[8];
-    for (int c = 0; c < 8; ++c) v[c] = Dot::dot(r.q[c], load32(aq + 32 * c));
-    const __m256i sa = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-    const __m256i sb = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-    if constexpr (Fmt::kSumsFitInt16)
-      p[t] = _mm256_madd_epi16(_mm256_packs_epi32(sa, sb), sc16);
-    else
-      p[t] = _mm256_add_epi32(_mm256_mullo_epi32(sa, sc_a), _mm256_mullo_epi32(sb, sc_b));
-    m[t] = _mm256_madd_epi16(r.mins, bsums[t]);
-  }
-}
-
 // The low 16 bits of each of the 8 dwords, packed into 8 words.
 inline __m128i pack_low16(__m256i v) {
 #if defined(__AVX512VL__)
@@ -350,17 +320,28 @@ void rowdot_tile(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_
   _mm256_storeu_ps(res, acc);
 }
 
-// rowdot_tile for T tokens a[0..T) (Order::kSplit formats): res[t * 8 + r].
-template <class Fmt, class Dot, int T>
-void rowdot_tile_multi(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_stride, const uint8_t* const* a,
+// Formats whose row kernel runs Order::kLanes of kquant_rows256.h (Q5_K: llama.cpp's vec_dot).
+template <class Fmt>
+constexpr bool lanes_order() {
+  if constexpr (requires { Fmt::kLanes; }) return Fmt::kLanes;
+  else return false;
+}
+
+// rowdot_tile in Order::kLanes: per row, 8 int32 lanes (lane L = sum over chunks c of
+// sc_c * the 4 products at 4L..4L+3 of chunk c, as vpmaddubsw then vpmaddwd by the broadcast
+// scale), lane-wise fma(a.d * d, lane, acc_row) per super-block, a dmin * summ chain per row
+// (lanes of accm = rows), and ggml's hsum_float_8 of each row's lanes + its chain at the end.
+template <class Fmt>
+void rowdot_tile_lanes(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_stride, const uint8_t* a,
                        float* res) {
-  static_assert(split_mins<Fmt>() && Fmt::kDmin == Fmt::kD + 2);
+  static_assert(Fmt::kKind == Kind::kMins && Fmt::kDmin == Fmt::kD + 2);
   const __m256i gather_idx = _mm256_setr_epi32(static_cast<int>(row_off[0]), static_cast<int>(row_off[1]),
                                                static_cast<int>(row_off[2]), static_cast<int>(row_off[3]),
                                                static_cast<int>(row_off[4]), static_cast<int>(row_off[5]),
                                                static_cast<int>(row_off[6]), static_cast<int>(row_off[7]));
-  __m256 acc[T], accm[T];
-  for (int t = 0; t < T; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
+  __m256 acc[8];
+  for (auto& v : acc) v = _mm256_setzero_ps();
+  __m256 accm = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = w0 + static_cast<size_t>(b) * Fmt::kBytes;
     const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + 8 * w_stride;
@@ -368,30 +349,38 @@ void rowdot_tile_multi(int64_t nb, const uint8_t* w0, const size_t* row_off, siz
     for (int r = 0; r < 8; ++r)
       for (size_t line = 0; line < Fmt::kBytes; line += 64)
         _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + line), _MM_HINT_T1);
-    const uint8_t* ab[T];
-    __m256i bsums[T];
-    for (int t = 0; t < T; ++t) {
-      ab[t] = a[t] + static_cast<size_t>(b) * sizeof(BlockQ8K);
-      bsums[t] = load32(ab[t] + offsetof(BlockQ8K, bsums));
-    }
-    __m256i p[T][8], m[T][8];
-    for (int r = 0; r < 8; ++r) {
-      __m256i pr[T], mr[T];
-      row_block_sums_multi<Fmt, Dot, T>(wb + row_off[r], ab, bsums, pr, mr);
-      for (int t = 0; t < T; ++t) {
-        p[t][r] = pr[t];
-        m[t][r] = mr[t];
-      }
-    }
+    const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
+    const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
+    const __m256i bsums = load32(ab + offsetof(BlockQ8K, bsums));
     const __m256i dd = _mm256_i32gather_epi32(reinterpret_cast<const int*>(wb + Fmt::kD), gather_idx, 1);
-    const __m256 d = _mm256_cvtph_ps(pack_low16(dd)), dmin = _mm256_cvtph_ps(pack_low16(_mm256_srli_epi32(dd, 16)));
-    for (int t = 0; t < T; ++t) {
-      const __m256 da = _mm256_set1_ps(a_scale256(ab[t]));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(p[t])), _mm256_mul_ps(d, da), acc[t]);
-      accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(m[t])), _mm256_mul_ps(dmin, da), accm[t]);
+    const __m256 da = _mm256_set1_ps(a_scale256(ab));
+    const __m256 d = _mm256_mul_ps(da, _mm256_cvtph_ps(pack_low16(dd)));
+    const __m256 dmin = _mm256_mul_ps(_mm256_xor_ps(da, _mm256_set1_ps(-0.0f)),
+                                      _mm256_cvtph_ps(pack_low16(_mm256_srli_epi32(dd, 16))));
+    __m256i m[8];
+    for (int r = 0; r < 8; ++r) {
+      RegBlock rb;
+      Fmt::load(wb + row_off[r], rb);
+      // The 8 scales as int16, in both 128-bit halves; chunk c's scale broadcast by a shuffle.
+      const __m256i sc16 = _mm256_broadcastsi128_si256(
+          _mm_cvtepu8_epi16(scales_mins_k4(wb + row_off[r] + Fmt::kScales)));
+      __m256i lanes = _mm256_setzero_si256();
+      for (int c = 0; c < 8; ++c) {
+        const __m256i sc = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16(static_cast<int16_t>((2 * c) | ((2 * c + 1) << 8))));
+        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(rb.q[c], load32(aq + 32 * c)), sc));
+      }
+      m[r] = _mm256_madd_epi16(rb.mins, bsums);
+      const __m256 dr = _mm256_permutevar8x32_ps(d, _mm256_set1_epi32(r));
+      acc[r] = _mm256_fmadd_ps(dr, _mm256_cvtepi32_ps(lanes), acc[r]);
     }
+    accm = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(reduce8(m)), accm);
   }
-  for (int t = 0; t < T; ++t) _mm256_storeu_ps(res + 8 * t, _mm256_sub_ps(acc[t], accm[t]));
+  alignas(32) float l[8], mm[8];
+  _mm256_store_ps(mm, accm);
+  for (int r = 0; r < 8; ++r) {
+    _mm256_store_ps(l, acc[r]);
+    res[r] = hsum8_ggml(l) + mm[r];
+  }
 }
 
 // The gemm for small n_tok: every 8-row tile runs once per token (its weights stay in L1/L2).
@@ -408,24 +397,12 @@ bool gemm_rowdot(int64_t k, const void* w, size_t w_stride, int64_t n_rows, cons
     size_t row_off[8];
     for (int r = 0; r < 8; ++r) row_off[r] = static_cast<size_t>(std::min<int64_t>(r, nr - 1)) * w_stride;
     const uint8_t* w0 = w8 + static_cast<size_t>(r0) * w_stride;
-    int64_t t = 0;
-    if constexpr (split_mins<Fmt>()) {
-      // Tokens 4 at a time (the last group padded by repeating its last token).
-      for (; t + 1 < n_tok; t += 4) {
-        const int64_t nt = std::min<int64_t>(4, n_tok - t);
-        const uint8_t* at[4];
-        for (int i = 0; i < 4; ++i) at[i] = a8 + static_cast<size_t>(t + std::min<int64_t>(i, nt - 1)) * a_stride;
-        float res[32];
-        rowdot_tile_multi<Fmt, Dot, 4>(nb, w0, row_off, w_stride, at, res);
-        for (int64_t i = 0; i < nt; ++i) {
-          float* o = out + static_cast<size_t>(t + i) * out_stride + static_cast<size_t>(r0);
-          for (int64_t r = 0; r < nr; ++r) o[r] = res[8 * i + r];
-        }
-      }
-    }
-    for (; t < n_tok; ++t) {
+    for (int64_t t = 0; t < n_tok; ++t) {
       float res[8];
-      rowdot_tile<Fmt, Dot>(nb, w0, row_off, w_stride, a8 + static_cast<size_t>(t) * a_stride, res);
+      if constexpr (lanes_order<Fmt>())
+        rowdot_tile_lanes<Fmt>(nb, w0, row_off, w_stride, a8 + static_cast<size_t>(t) * a_stride, res);
+      else
+        rowdot_tile<Fmt, Dot>(nb, w0, row_off, w_stride, a8 + static_cast<size_t>(t) * a_stride, res);
       float* o = out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0);
       for (int64_t r = 0; r < nr; ++r) o[r] = res[r];
     }

@@ -264,7 +264,7 @@ void gemm_vnni(GemmFn row_kernel, int64_t k, const void* w, size_t w_stride, int
     row_kernel(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
     return;
   }
-  if (n_tok <= (kq::split_mins<RowFmt>() ? kq::kRowdotMaxTokensSplit : kq::kRowdotMaxTokens) &&
+  if (n_tok <= kq::kRowdotMaxTokens &&
       kq::gemm_rowdot<RowFmt, DotVnni>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride))
     return;
   row_kernel(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
