@@ -112,6 +112,8 @@ void gemm_q3_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, c
                     int64_t n_tok, float* out, size_t out_stride);
 void gemm_q4_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                     int64_t n_tok, float* out, size_t out_stride);
+void gemm_q4_k_grouped_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                            size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
 void gemm_q5_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                     int64_t n_tok, float* out, size_t out_stride);
 void gemm_q6_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,

@@ -131,6 +131,18 @@ int32_t scale_weighted_qsum(const Unpacked& u) {
   return _mm512_reduce_add_epi32(acc);
 }
 
+// scale_weighted_qsum split by 64-element pair of sub-blocks (Q4_K/Q5_K: iteration c of the loop
+// above covers sub-blocks 2c and 2c + 1).
+void scale_weighted_qsum_pairs(const Unpacked& u, int32_t out[4]) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  alignas(64) int16_t sc[32];
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 32; ++i) sc[i] = u.sc[4 * c + i / 8];  // 8 pairs of quants per 16-element sub-block
+    const __m512i pairs = _mm512_maddubs_epi16(_mm512_load_si512(u.q + 64 * c), ones);
+    out[c] = _mm512_reduce_add_epi32(_mm512_madd_epi16(pairs, _mm512_load_si512(sc)));
+  }
+}
+
 inline __m512i broadcast_dword(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -139,7 +151,9 @@ inline __m512i broadcast_dword(const void* p) {
 
 // The kRows x 16 results of one row group and token group over all super-blocks.
 // kSplit: Q4_K's Order::kSplit (kquant_rows256.h): two chains, subtracted at the end.
-template <class Fmt, bool kSplit>
+// kGrouped: Q4_K's Order::kGrouped (the same chains, one step per 64 elements); qsum then holds
+// 4 values per super-block (scale_weighted_qsum_pairs).
+template <class Fmt, bool kSplit, bool kGrouped = false>
 void compute_group(int64_t nb, const Unpacked* const* u, const int32_t* const* qsum, const ActBlock* act,
                    __m512 acc[kRows]) {
   __m512 accm[kRows];
@@ -147,6 +161,38 @@ void compute_group(int64_t nb, const Unpacked* const* u, const int32_t* const* q
   // Q4_K/Q5_K scales are per 32 elements: one multiply per 8 dwords instead of 4.
   constexpr int kDwordsPerScale = Fmt::kScaleElems / 4;
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
+  if constexpr (kGrouped) {
+    static_assert(kDwordsPerScale == 8 && Fmt::kKind == Kind::kMins);
+    for (int64_t b = 0; b < nb; ++b) {
+      const ActBlock& A = act[b];
+      const __m512 da = _mm512_load_ps(A.d);
+      for (int pr = 0; pr < 4; ++pr) {
+        __m512i sum[kRows], mins[kRows];
+        for (int r = 0; r < kRows; ++r) {
+          sum[r] = _mm512_set1_epi32(-128 * qsum[r][4 * b + pr]);
+          mins[r] = _mm512_setzero_si512();
+        }
+        for (int s = 2 * pr; s < 2 * pr + 2; ++s) {
+          __m512i part[kRows];
+          for (int r = 0; r < kRows; ++r) part[r] = _mm512_setzero_si512();
+          for (int i = s * kDwordsPerScale; i < (s + 1) * kDwordsPerScale; ++i) {
+            const __m512i aq = _mm512_load_si512(A.q[i]);
+            for (int r = 0; r < kRows; ++r) part[r] = _mm512_dpbusd_epi32(part[r], aq, broadcast_dword(u[r][b].q + 4 * i));
+          }
+          for (int r = 0; r < kRows; ++r)
+            sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(part[r], _mm512_set1_epi32(u[r][b].sc[2 * s])));
+          const __m512i bs = _mm512_load_si512(A.bsums[s]);
+          for (int r = 0; r < kRows; ++r) mins[r] = _mm512_dpwssd_epi32(mins[r], bs, broadcast_dword(u[r][b].corr + 2 * s));
+        }
+        for (int r = 0; r < kRows; ++r) {
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[r]), _mm512_mul_ps(_mm512_set1_ps(u[r][b].d), da), acc[r]);
+          accm[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins[r]), _mm512_mul_ps(_mm512_set1_ps(u[r][b].dmin), da), accm[r]);
+        }
+      }
+    }
+    for (int r = 0; r < kRows; ++r) acc[r] = _mm512_sub_ps(acc[r], accm[r]);
+    return;
+  }
   for (int64_t b = 0; b < nb; ++b) {
     const ActBlock& A = act[b];
     __m512i sum[kRows], mins[kRows];
@@ -194,14 +240,15 @@ void compute_group(int64_t nb, const Unpacked* const* u, const int32_t* const* q
 thread_local Scratch t_scratch;
 
 // false when the scratch could not be allocated (nothing was written).
-template <class Fmt, bool kSplit>
+template <class Fmt, bool kSplit, bool kGrouped = false>
 bool gemm_tokens(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                  int64_t n_tok, float* out, size_t out_stride) {
   const int64_t nb = k / kQK_K;
   const int64_t n_groups = (n_tok + 15) / 16;
   const size_t act_bytes = static_cast<size_t>(n_groups * nb) * sizeof(ActBlock);
   const size_t unpacked_bytes = static_cast<size_t>(kRows * nb) * sizeof(Unpacked);
-  const size_t qsum_bytes = (static_cast<size_t>(kRows * nb) * sizeof(int32_t) + 63) / 64 * 64;
+  constexpr int64_t kQsumsPerBlock = kGrouped ? 4 : 1;
+  const size_t qsum_bytes = (static_cast<size_t>(kRows * nb * kQsumsPerBlock) * sizeof(int32_t) + 63) / 64 * 64;
   uint8_t* scratch = t_scratch.get(act_bytes + unpacked_bytes + qsum_bytes);
   if (!scratch) return false;
   auto* act = reinterpret_cast<ActBlock*>(scratch);
@@ -219,7 +266,7 @@ bool gemm_tokens(int64_t k, const void* w, size_t w_stride, int64_t n_rows, cons
     const int32_t* qs[kRows];
     for (int r = 0; r < kRows; ++r) {
       Unpacked* ur = unpacked + r * nb;
-      int32_t* qr = qsums + r * nb;
+      int32_t* qr = qsums + r * nb * kQsumsPerBlock;
       u[r] = ur;
       qs[r] = qr;
       if (r >= nr) {  // pad the group with copies of its last row; those results are dropped
@@ -230,12 +277,15 @@ bool gemm_tokens(int64_t k, const void* w, size_t w_stride, int64_t n_rows, cons
       const uint8_t* row = w8 + static_cast<size_t>(r0 + r) * w_stride;
       for (int64_t b = 0; b < nb; ++b) {
         Fmt::unpack(row + b * static_cast<int64_t>(Fmt::kBytes), ur[b]);
-        qr[b] = scale_weighted_qsum(ur[b]);
+        if constexpr (kGrouped)
+          scale_weighted_qsum_pairs(ur[b], qr + 4 * b);
+        else
+          qr[b] = scale_weighted_qsum(ur[b]);
       }
     }
     for (int64_t g = 0; g < n_groups; ++g) {
       __m512 acc[kRows];
-      compute_group<Fmt, kSplit>(nb, u, qs, act + g * nb, acc);
+      compute_group<Fmt, kSplit, kGrouped>(nb, u, qs, act + g * nb, acc);
       alignas(64) float res[kRows][16];
       for (int r = 0; r < kRows; ++r) _mm512_store_ps(res[r], acc[r]);
       const int64_t nt = std::min<int64_t>(16, n_tok - 16 * g);
@@ -283,6 +333,13 @@ void gemm_q3_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void*
 void gemm_q4_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
                     size_t os) {
   gemm_vnni<kq::FmtQ4K, kq::RowQ4K>(gemm_q4_k, k, w, ws, nr, a, as, nt, out, os);
+}
+// Q4_K's grouped order (TypeOps::gemm_grouped): the token-parallel kernel for batches, else the
+// row-parallel AVX-512 kernel.
+void gemm_q4_k_grouped_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt,
+                            float* out, size_t os) {
+  if (nt >= kMinTokens && gemm_tokens<kq::FmtQ4K, true, true>(k, w, ws, nr, a, as, nt, out, os)) return;
+  gemm_q4_k_grouped(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q5_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
                     size_t os) {

@@ -129,6 +129,7 @@ std::vector<GroupedVariant> grouped_variants() {
   std::vector<GroupedVariant> v{{"scalar", kernels::scalar::gemm_q4_k_grouped}};
   if (cpu_has(kernels::Isa::kAvx2)) v.push_back({"avx2", kernels::avx2::gemm_q4_k_grouped});
   if (cpu_has(kernels::Isa::kAvx512)) v.push_back({"avx512", kernels::avx512::gemm_q4_k_grouped});
+  if (kernels::has_avx512_vnni()) v.push_back({"avx512vnni", kernels::avx512::gemm_q4_k_grouped_vnni});
   return v;
 }
 
@@ -174,7 +175,7 @@ TEST_CASE("Q5_K gemm is llama.cpp's AVX2 vec_dot order (8 lanes, hsum, then the 
 }
 
 TEST_CASE("every ISA's Q4_K grouped gemm returns the scalar bits and is batch invariant") {
-  const int64_t k = 768, n_rows = 21, n_tok = 13;
+  const int64_t k = 768, n_rows = 21, n_tok = 37;
   std::mt19937 gen(5);
   KType q4k{GgmlType::kQ4_K, sizeof(BlockQ4K), kernels::scalar::quantize_q4_k_ref, {0, 2}, {}};
   Rows w(n_rows, 3 * sizeof(BlockQ4K), 3, 5);
@@ -195,7 +196,7 @@ TEST_CASE("every ISA's Q4_K grouped gemm returns the scalar bits and is batch in
     for (size_t i = 0; i < ref.size(); ++i) mismatches += !same_bits(ref[i], full[i]);
     for (int64_t t = 0; t < n_tok; t += 2)
       for (int64_t r = 0; r < n_rows; r += 3) mismatches += !same_bits(run(v.gemm, r, 1, t, 1)[0], ref[t * n_rows + r]);
-    const int64_t boxes[][4] = {{3, 9, 1, 4}, {0, 21, 5, 8}, {10, 11, 0, 2}, {19, 2, 12, 1}};
+    const int64_t boxes[][4] = {{3, 9, 1, 4}, {0, 21, 5, 8}, {10, 11, 0, 2}, {19, 2, 12, 1}, {1, 17, 3, 33}, {0, 21, 16, 20}};
     for (const auto& bx : boxes) {
       const auto part = run(v.gemm, bx[0], bx[1], bx[2], bx[3]);
       for (int64_t t = 0; t < bx[3]; ++t)
