@@ -1,5 +1,6 @@
 // Scalar reference kernels of Q2_K and Q3_K (layouts in blocks_k.h): dequantization as ggml's
-// dequantize_row_q2_K / q3_K, and the integer super-block dot products of the gemm contract.
+// dequantize_row_q2_K / q3_K, and the gemms in llama.cpp's 8-lane order (kq_lanes_scalar.h).
+#include "kernels/kq_lanes_scalar.h"
 #include "kernels/kquant_kernels.h"
 #include "kernels/kquant_scalar.h"
 
@@ -21,29 +22,24 @@ int quant_q3(const uint8_t* x, int e) {
 
 int scale_q3(const uint8_t* x, int s) { return unpack_scale_q3k(s, x + offsetof(BlockQ3K, scales)) - 32; }
 
-BlockDot dot_q2(const uint8_t* x, const Q8KView& a) {
+int quant_q2(const uint8_t* x, int e) { return quant_2bit(x + offsetof(BlockQ2K, qs), e); }
+int scale_q2(const uint8_t* x, int s) { return x[offsetof(BlockQ2K, scales) + s] & 0xF; }
+
+LaneDot dot_q2(const uint8_t* x, const Q8KView& a) {
   const uint8_t* scales = x + offsetof(BlockQ2K, scales);
-  BlockDot p;
-  for (int s = 0; s < 16; ++s) {
-    int32_t sum = 0;
-    for (int e = 16 * s; e < 16 * s + 16; ++e) sum += quant_2bit(x + offsetof(BlockQ2K, qs), e) * a.qs[e];
-    p.sumi += (scales[s] & 0xF) * sum;
-    p.summ += (scales[s] >> 4) * a.bsums[s];
-  }
+  LaneDot p;
+  lane_sums(x, a, quant_q2, scale_q2, p.lane);
+  for (int L = 0; L < 8; ++L)
+    p.mins[L] = (scales[2 * L] >> 4) * a.bsums[2 * L] + (scales[2 * L + 1] >> 4) * a.bsums[2 * L + 1];
   p.d = load_f16(x + offsetof(BlockQ2K, d));
   p.dmin = load_f16(x + offsetof(BlockQ2K, dmin));
   return p;
 }
 
-// sumi = sum_s sc_s * sum (q - 4) * a, computed as sum_s sc_s * (sum q * a - 4 * bsums_s) like
-// the SIMD kernels (identical when bsums are the block sums, as quantize_q8_k writes them).
-BlockDot dot_q3(const uint8_t* x, const Q8KView& a) {
-  BlockDot p;
-  for (int s = 0; s < 16; ++s) {
-    int32_t sum = 0;
-    for (int e = 16 * s; e < 16 * s + 16; ++e) sum += quant_q3(x, e) * a.qs[e];
-    p.sumi += scale_q3(x, s) * (sum - 4 * a.bsums[s]);
-  }
+LaneDot dot_q3(const uint8_t* x, const Q8KView& a) {
+  LaneDot p;
+  lane_sums(
+      x, a, [](const uint8_t* w, int e) { return quant_q3(w, e) - 4; }, scale_q3, p.lane);
   p.d = load_f16(x + offsetof(BlockQ3K, d));
   return p;
 }
@@ -76,12 +72,12 @@ void dequantize_q3_k(const void* src, float* dst, int64_t n) {
 
 void gemm_q2_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                int64_t n_tok, float* out, size_t out_stride) {
-  gemm_reference<sizeof(BlockQ2K), true>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride, dot_q2);
+  gemm_lanes_reference<sizeof(BlockQ2K), true>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride, dot_q2);
 }
 
 void gemm_q3_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                int64_t n_tok, float* out, size_t out_stride) {
-  gemm_reference<sizeof(BlockQ3K), false>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride, dot_q3);
+  gemm_lanes_reference<sizeof(BlockQ3K), false>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride, dot_q3);
 }
 
 }  // namespace baton::kernels::scalar

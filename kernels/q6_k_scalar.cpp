@@ -1,5 +1,6 @@
 // Scalar reference kernels of Q6_K (layout in blocks_k.h): dequantization as ggml's
-// dequantize_row_q6_K, and the integer super-block dot product of the gemm contract.
+// dequantize_row_q6_K, and the gemm in llama.cpp's 8-lane order (kq_lanes_scalar.h).
+#include "kernels/kq_lanes_scalar.h"
 #include "kernels/kquant_kernels.h"
 #include "kernels/kquant_scalar.h"
 
@@ -18,15 +19,13 @@ int quant_q6(const uint8_t* x, int e) {
 
 int scale_q6(const uint8_t* x, int s) { return static_cast<int8_t>(x[offsetof(BlockQ6K, scales) + s]); }
 
-// sumi = sum_s sc_s * sum (q - 32) * a, computed as sum_s sc_s * (sum q * a - 32 * bsums_s) like
-// the SIMD kernels (identical when bsums are the block sums, as quantize_q8_k writes them).
-BlockDot dot_q6(const uint8_t* x, const Q8KView& a) {
-  BlockDot p;
-  for (int s = 0; s < 16; ++s) {
-    int32_t sum = 0;
-    for (int e = 16 * s; e < 16 * s + 16; ++e) sum += quant_q6(x, e) * a.qs[e];
-    p.sumi += scale_q6(x, s) * (sum - 32 * a.bsums[s]);
-  }
+// ggml's AVX2 kernel dots the unsigned quants (0..63) and takes the offset off each lane L as
+// 32 * (sc[2L] * bsums[2L] + sc[2L + 1] * bsums[2L + 1]): the same total, not the same lanes.
+LaneDot dot_q6(const uint8_t* x, const Q8KView& a) {
+  LaneDot p;
+  lane_sums(x, a, quant_q6, scale_q6, p.lane);
+  for (int L = 0; L < 8; ++L)
+    p.lane[L] -= 32 * (scale_q6(x, 2 * L) * a.bsums[2 * L] + scale_q6(x, 2 * L + 1) * a.bsums[2 * L + 1]);
   p.d = load_f16(x + offsetof(BlockQ6K, d));
   return p;
 }
@@ -44,7 +43,7 @@ void dequantize_q6_k(const void* src, float* dst, int64_t n) {
 
 void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                int64_t n_tok, float* out, size_t out_stride) {
-  gemm_reference<sizeof(BlockQ6K), false>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride, dot_q6);
+  gemm_lanes_reference<sizeof(BlockQ6K), false>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride, dot_q6);
 }
 
 }  // namespace baton::kernels::scalar

@@ -1,6 +1,7 @@
 // The K-quant kernel family's rows of the type table: Q2_K..Q6_K weights (gemm against Q8_K
 // activations) and Q8_K itself (activation quantizer only). Weight quantizers are the scalar
 // reference ones for every ISA: quantizing a model is a one-off job.
+#include "kernels/kq_lanes_kernels.h"
 #include "kernels/kquant_kernels.h"
 #include "kernels/type_ops_registry.h"
 
@@ -28,33 +29,33 @@ constexpr TypeOps kScalar[] = {
 };
 
 constexpr TypeOps kAvx2[] = {
-    weight_ops(GgmlType::kQ2_K, avx2::dequantize_q2_k, scalar::quantize_q2_k_ref, avx2::gemm_q2_k),
-    weight_ops(GgmlType::kQ3_K, avx2::dequantize_q3_k, scalar::quantize_q3_k_ref, avx2::gemm_q3_k),
+    weight_ops(GgmlType::kQ2_K, avx2::dequantize_q2_k, scalar::quantize_q2_k_ref, avx2::gemm_q2_k_lanes),
+    weight_ops(GgmlType::kQ3_K, avx2::dequantize_q3_k, scalar::quantize_q3_k_ref, avx2::gemm_q3_k_lanes),
     with_grouped(weight_ops(GgmlType::kQ4_K, avx2::dequantize_q4_k, scalar::quantize_q4_k_ref, avx2::gemm_q4_k),
                  avx2::gemm_q4_k_grouped),
     weight_ops(GgmlType::kQ5_K, avx2::dequantize_q5_k, scalar::quantize_q5_k_ref, avx2::gemm_q5_k),
-    weight_ops(GgmlType::kQ6_K, avx2::dequantize_q6_k, scalar::quantize_q6_k_ref, avx2::gemm_q6_k),
+    weight_ops(GgmlType::kQ6_K, avx2::dequantize_q6_k, scalar::quantize_q6_k_ref, avx2::gemm_q6_k_lanes),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx2::quantize_q8_k, nullptr},
 };
 
 constexpr TypeOps kAvx512[] = {
-    weight_ops(GgmlType::kQ2_K, avx512::dequantize_q2_k, scalar::quantize_q2_k_ref, avx512::gemm_q2_k),
-    weight_ops(GgmlType::kQ3_K, avx512::dequantize_q3_k, scalar::quantize_q3_k_ref, avx512::gemm_q3_k),
+    weight_ops(GgmlType::kQ2_K, avx512::dequantize_q2_k, scalar::quantize_q2_k_ref, avx512::gemm_q2_k_lanes),
+    weight_ops(GgmlType::kQ3_K, avx512::dequantize_q3_k, scalar::quantize_q3_k_ref, avx512::gemm_q3_k_lanes),
     with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref, avx512::gemm_q4_k),
                  avx512::gemm_q4_k_grouped),
     weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k),
-    weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k),
+    weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_lanes),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},
 };
 
 // AVX-512 with VNNI: the same, with gemms that switch to the token-parallel kernel for batches.
 constexpr TypeOps kAvx512Vnni[] = {
-    weight_ops(GgmlType::kQ2_K, avx512::dequantize_q2_k, scalar::quantize_q2_k_ref, avx512::gemm_q2_k_vnni),
-    weight_ops(GgmlType::kQ3_K, avx512::dequantize_q3_k, scalar::quantize_q3_k_ref, avx512::gemm_q3_k_vnni),
+    weight_ops(GgmlType::kQ2_K, avx512::dequantize_q2_k, scalar::quantize_q2_k_ref, avx512::gemm_q2_k_lanes),
+    weight_ops(GgmlType::kQ3_K, avx512::dequantize_q3_k, scalar::quantize_q3_k_ref, avx512::gemm_q3_k_lanes),
     with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref, avx512::gemm_q4_k_vnni),
-                 avx512::gemm_q4_k_grouped_vnni),
+                 avx512::gemm_q4_k_grouped),
     weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k_vnni),
-    weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_vnni),
+    weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_lanes),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},
 };
 
