@@ -53,7 +53,7 @@ constexpr TypeOps kAvx512Vnni[] = {
     weight_ops(GgmlType::kQ2_K, avx512::dequantize_q2_k, scalar::quantize_q2_k_ref, avx512::gemm_q2_k_lanes),
     weight_ops(GgmlType::kQ3_K, avx512::dequantize_q3_k, scalar::quantize_q3_k_ref, avx512::gemm_q3_k_lanes),
     with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref, avx512::gemm_q4_k_vnni),
-                 avx512::gemm_q4_k_grouped),
+                 avx512::gemm_q4_k_grouped_vnni),
     weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k_vnni),
     weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_lanes),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},
