@@ -1,7 +1,8 @@
 // POST /v1/completions and /v1/chat/completions: parse, build the prompt tokens, submit to the
 // scheduler, then either collect the whole completion or stream it as server-sent events.
 // A streaming client that disconnects (a failed write, an unwritable socket, or httplib
-// reporting an unsuccessful response) cancels the request; so does stopping the server.
+// reporting an unsuccessful response) cancels the request; so does a non-streaming client whose
+// connection the PeerProbe sees closed, and stopping the server.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -10,6 +11,7 @@
 
 #include "engine/api/http_server_impl.h"
 #include "engine/api/openai_response.h"
+#include "engine/api/peer_probe.h"
 
 namespace baton::api {
 
@@ -108,6 +110,10 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
 
   if (!r.stream) {
     ResponseBuilder builder(r, tok, model.info().id);
+    // The client is looked at every kPoll while the answer is being generated: gone -> cancel.
+    const PeerProbe peer(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+    auto next_look = Clock::now() + kPoll;
+    bool disconnected = false;
     serving::TokenEvent ev;
     for (;;) {
       auto poll = handle->next(ev, kPoll);
@@ -116,8 +122,17 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
         builder.add(ev);
       } else if (poll == serving::RequestHandle::Poll::kDone) {
         break;
-      } else if (stopping) {
-        handle->cancel();
+      }
+      if (stopping) handle->cancel();
+      if (!disconnected && Clock::now() >= next_look) {
+        next_look = Clock::now() + kPoll;
+        if (peer.peer_closed()) {
+          // Counted before the slot is freed: whoever sees the slot free also sees the count.
+          disconnected = true;
+          metrics.count_request_disconnected();
+          handle->cancel();
+          spdlog::info("{}: client disconnected, request cancelled", builder.id());
+        }
       }
     }
     serving::CompletionSummary s = handle->summary();

@@ -75,6 +75,11 @@ void HttpMetrics::count_stream_cancelled() {
   ++streams_cancelled_;
 }
 
+void HttpMetrics::count_request_disconnected() {
+  std::lock_guard lock(mutex_);
+  ++requests_disconnected_;
+}
+
 void HttpMetrics::observe_time_to_first_token(double seconds) {
   std::lock_guard lock(mutex_);
   ttft_.observe(seconds);
@@ -96,6 +101,9 @@ void HttpMetrics::write(MetricsWriter& w) const {
       w.sample("baton_http_errors_total", static_cast<double>(n), {{"endpoint", key.first}, {"status", std::to_string(key.second)}});
   w.family("baton_streams_cancelled_total", "counter", "Streaming responses whose client went away before the end.");
   w.sample("baton_streams_cancelled_total", static_cast<double>(streams_cancelled_));
+  w.family("baton_requests_disconnected_total", "counter",
+           "Non-streaming requests cancelled because their client closed the connection before the answer.");
+  w.sample("baton_requests_disconnected_total", static_cast<double>(requests_disconnected_));
   w.family("baton_time_to_first_token_seconds", "histogram", "From request arrival to the first generated token.");
   ttft_.write(w.text(), "baton_time_to_first_token_seconds");
   w.family("baton_inter_token_latency_seconds", "histogram", "Time between consecutive tokens of one response.");

@@ -49,6 +49,8 @@ class HttpMetrics {
   // One finished HTTP request: endpoint is the route ("/v1/completions", or "other").
   void count_request(const std::string& endpoint, int status);
   void count_stream_cancelled();
+  // A non-streaming request cancelled because its client closed the connection.
+  void count_request_disconnected();
   void observe_time_to_first_token(double seconds);
   void observe_inter_token(double seconds);
   // Writes the families above.
@@ -58,6 +60,7 @@ class HttpMetrics {
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   uint64_t streams_cancelled_ = 0;
+  uint64_t requests_disconnected_ = 0;
   Histogram ttft_;
   Histogram inter_token_;
 };

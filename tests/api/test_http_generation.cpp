@@ -1,7 +1,7 @@
 // The generation endpoints over real HTTP on 127.0.0.1 against an in-process server with
 // stories260K: greedy results equal the Generator's, streaming (SSE) equals non-streaming,
-// logprobs shapes and values, stop strings, usage, concurrency, cancellation on disconnect,
-// and overload.
+// logprobs shapes and values, stop strings, usage, concurrency, cancellation on disconnect
+// (streaming and not), and overload.
 #include <catch2/catch.hpp>
 #include <httplib.h>
 
@@ -273,4 +273,52 @@ TEST_CASE("stopping the server ends open streams and waiting requests promptly",
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
   c.read_all();  // the connection is closed, not left hanging
   CHECK(c.received().find("[DONE]") == std::string::npos);
+}
+
+TEST_CASE("a non-streaming client that disconnects cancels its request and frees the slot", "[api]") {
+  baton::api::ServeOptions so;
+  so.scheduler.slots = 1;
+  so.n_ctx = 8192;  // room for seconds of generation if nobody cancels it
+  LocalServer s(so);
+  auto& sched = s.model->scheduler();
+  {
+    RawConnection c(s.port());
+    json req = {{"prompt", kPrompt}, {"max_tokens", 8000}, {"ignore_eos", true}, {"temperature", 0}};
+    c.send_request("POST", "/v1/completions", req.dump());
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (sched.stats().generated_tokens == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE(sched.stats().active == 1);  // generating, and far from done
+    REQUIRE(sched.stats().generated_tokens > 0);
+  }  // closed before any answer
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (sched.stats().active != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto st = sched.stats();
+  CHECK(st.active == 0);
+  CHECK(st.generated_tokens < 8000);  // it stopped early
+
+  // /health and /metrics show the slot free and count the disconnect; the slot serves the next request.
+  httplib::Client c("127.0.0.1", s.port());
+  auto h = c.Get("/health");
+  REQUIRE(h);
+  CHECK(json::parse(h->body)["slots_active"] == 0);
+  auto m = c.Get("/metrics");
+  REQUIRE(m);
+  CHECK(m->body.find("baton_requests_disconnected_total 1") != std::string::npos);
+  CHECK(m->body.find("baton_active_slots 0") != std::string::npos);
+  json r = post(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 4}});
+  CHECK(r["usage"]["completion_tokens"] == 4);
+}
+
+TEST_CASE("a non-streaming request whose client stays connected is not cancelled by the probe", "[api]") {
+  LocalServer s;
+  // Long enough to span several probe intervals (50 ms).
+  json r = post(s.port(), "/v1/completions",
+                {{"prompt", kPrompt}, {"max_tokens", 200}, {"ignore_eos", true}, {"temperature", 0}});
+  CHECK(r["usage"]["completion_tokens"] == 200);
+  httplib::Client c("127.0.0.1", s.port());
+  auto m = c.Get("/metrics");
+  REQUIRE(m);
+  CHECK(m->body.find("baton_requests_disconnected_total 0") != std::string::npos);
 }
