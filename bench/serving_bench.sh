@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Serving throughput, Baton vs llama.cpp: engine-coordinator --model and bench/llamacpp/server.mjs
+# (node-llama-cpp: one llama.cpp context with 8 sequences, NOT llama-server) are started in turn,
+# REPS times alternately, and bench/http_load.py drives each with 1 and 8 concurrent streaming
+# clients. Prints every run and a median table (markdown) with the load average at the time.
+# Usage: bench/serving_bench.sh [MODEL=/work/models/tinyllama-Q4_K_M.gguf] [REPS=3] [THREADS=2]
+# env: BUILD (default build), CLIENTS ("1 8"), N_GEN (64), PROMPT_WORDS (24), SLOTS (8), CTX (512),
+#      OUT (raw JSON lines, default /tmp/serving_bench.jsonl), SERVERS ("baton llamacpp")
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+MODEL="${1:-/work/models/tinyllama-Q4_K_M.gguf}"
+REPS="${2:-3}"
+THREADS="${3:-2}"
+BUILD="${BUILD:-$ROOT/build}"
+CLIENTS="${CLIENTS:-1 8}"
+N_GEN="${N_GEN:-64}"
+PROMPT_WORDS="${PROMPT_WORDS:-24}"
+SLOTS="${SLOTS:-8}"
+CTX="${CTX:-512}"
+OUT="${OUT:-/tmp/serving_bench.jsonl}"
+SERVERS="${SERVERS:-baton llamacpp}"
+PORT=$((20000 + RANDOM % 20000))
+
+[ -x "$BUILD/bin/engine-coordinator" ] || cmake --build "$BUILD" -j2 --target engine-coordinator
+( cd "$ROOT/bench/llamacpp" && [ -d node_modules/node-llama-cpp ] || npm ci --ignore-scripts )
+: > "$OUT"
+
+server_pid=""
+stop_server() {
+  if [ -n "$server_pid" ]; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+  fi
+}
+trap stop_server EXIT
+
+start_server() {  # $1 = baton | llamacpp; waits until /health answers 200
+  local log="/tmp/serving_bench_$1.log"
+  if [ "$1" = baton ]; then
+    "$BUILD/bin/engine-coordinator" -m "$MODEL" -t "$THREADS" --slots "$SLOTS" -c "$CTX" --port "$PORT" >"$log" 2>&1 &
+  else
+    node "$ROOT/bench/llamacpp/server.mjs" -m "$MODEL" -t "$THREADS" --parallel "$SLOTS" -c "$CTX" --port "$PORT" >"$log" 2>&1 &
+  fi
+  server_pid=$!
+  for _ in $(seq 1 600); do
+    if curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; then return 0; fi
+    kill -0 "$server_pid" 2>/dev/null || { cat "$log" >&2; echo "$1 server exited" >&2; exit 1; }
+    sleep 0.2
+  done
+  echo "$1 server did not become ready" >&2
+  exit 1
+}
+
+load="$ROOT/bench/http_load.py"
+for rep in $(seq 1 "$REPS"); do
+  for server in $SERVERS; do
+    start_server "$server"
+    python3 "$load" --url "http://127.0.0.1:$PORT" -c 1 -n 4 --json >/dev/null  # warm-up: page in, start threads
+    for c in $CLIENTS; do
+      la="$(cut -d' ' -f1 /proc/loadavg)"
+      line="$(python3 "$load" --url "http://127.0.0.1:$PORT" -c "$c" -n "$N_GEN" -p "$PROMPT_WORDS" --json)"
+      echo "{\"server\": \"$server\", \"rep\": $rep, \"load\": $la, \"utc\": \"$(date -u +%H:%M)\", \"run\": $line}" >>"$OUT"
+      echo "rep $rep $server clients $c load $la: $line"
+    done
+    stop_server
+  done
+done
+
+python3 - "$OUT" "$MODEL" "$THREADS" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+med = lambda xs: statistics.median(xs) if xs else None
+f = lambda v, d=2: "-" if v is None else "%.*f" % (d, v)
+print("\nmodel %s, %s threads, median of %d alternated runs" % (sys.argv[2], sys.argv[3], max(r["rep"] for r in rows)))
+print("| server | clients | aggregate tok/s | ratio vs 1 client | per-client tok/s | TTFT p50 s | TTFT p95 s | ITL p50 ms | ITL p95 ms | errors | load avg |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+base = {}
+for server in dict.fromkeys(r["server"] for r in rows):
+    for c in sorted({r["run"]["clients"] for r in rows if r["server"] == server}):
+        runs = [r for r in rows if r["server"] == server and r["run"]["clients"] == c]
+        g = lambda k: med([r["run"][k] for r in runs if r["run"][k] is not None])
+        agg = g("aggregate_tok_s")
+        if c == 1: base[server] = agg
+        ratio = "%.2fx" % (agg / base[server]) if base.get(server) else "-"
+        ms = lambda v: None if v is None else v * 1e3
+        loads = [r["load"] for r in runs]
+        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %d | %.1f-%.1f |" % (
+            server, c, f(agg), ratio, f(g("per_client_tok_s_p50")), f(g("ttft_p50"), 3), f(g("ttft_p95"), 3),
+            f(ms(g("itl_p50")), 1), f(ms(g("itl_p95")), 1), sum(r["run"]["errors"] for r in runs), min(loads), max(loads)))
+EOF
