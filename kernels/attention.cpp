@@ -52,6 +52,7 @@ void run_task(AttendFn fn, const AttentionShape& s, const AttentionQuery& q, int
   t.n_kv = q.n_kv;
   t.kv_stride = s.kv_stride;
   t.scale = s.scale;
+  t.tiled = q.tiled && s.head_dim % 8 == 0;
   t.scratch = thread_scratch(attention_scratch_floats(h1 - h0, s.head_dim));
   fn(t);
 }

@@ -1,11 +1,16 @@
 // Attention of query tokens over their sequences' F16 KV caches, reproducing bit for bit
-// llama.cpp's CPU flash-attention path for decodes and small micro-batches
-// (ggml_compute_forward_flash_attn_ext_f16_one_chunk, see docs/NUMERICS.md): Q rounded to F16;
-// one KV position at a time: s = dot_f16(q, k)·scale in ggml_vec_dot_f16's AVX2 reduction order,
-// online softmax with libm expf, V accumulated in F16 (rounded after every rescale and every
-// fma), the F16 sum converted to f32 and multiplied by 1/S at the end. Every ISA gives bitwise
-// the scalar reference's result. (llama.cpp's other modes — f32 tiles for >= 64 query rows of
-// a sequence, split-KV decodes at >= 512 padded cells — are not emulated yet.)
+// llama.cpp's two CPU flash-attention modes (AVX2 build, 1 thread; see docs/NUMERICS.md):
+// - one_chunk (decodes, small micro-batches; ggml_compute_forward_flash_attn_ext_f16_one_chunk):
+//   Q rounded to F16; one KV position at a time: s = dot_f16(q, k)·scale in ggml_vec_dot_f16's
+//   AVX2 reduction order, online softmax with libm expf, V accumulated in F16 (rounded after
+//   every rescale and every fma), the F16 sum converted to f32 and multiplied by 1/S at the end.
+//   (Its split-KV variant for decodes over >= 512 cells is the same arithmetic on one thread.)
+// - tiled (AttentionQuery::tiled: the query's sequence has >= kAttentionTiledMinRows rows in the
+//   pass; ggml_compute_forward_flash_attn_ext_tiled): f32 Q; KV in tiles of 64 positions from
+//   position 0; per tile the scores (one f32 fma chain over the head dims, times scale), the tile
+//   max, a rescale by libm expf(M_old - M_new), exponentials by ggml_v_expf in groups of 8 summed
+//   in double onto the f32 sum, and an f32 V accumulator (fma chain over the tile's positions).
+// Every ISA gives bitwise the scalar reference's result.
 //
 // Design goals: a query's result depends only on its q, its cache and n_kv — never on the other
 // queries in the batch or on the thread count (positions are processed one by one from
@@ -41,7 +46,12 @@ struct AttentionQuery {
   const uint16_t* v = nullptr;   // F16, same layout
   int64_t n_kv = 0;              // positions 0 .. n_kv-1 are visible (causal: the token's pos + 1); >= 1
   float* out = nullptr;          // [n_head, head_dim]
+  bool tiled = false;            // llama.cpp's tiled mode (one_chunk when head_dim % 8 != 0, as there)
 };
+
+// llama.cpp takes the tiled mode for micro-batches of at least this many query rows (we count
+// the rows of the query's own sequence: a query's result never depends on other sequences).
+constexpr int64_t kAttentionTiledMinRows = 64;
 
 // Computes every query's output on the pool (work split over queries, and over head ranges
 // when there are fewer queries than twice the threads).

@@ -1,21 +1,31 @@
 // avx512 attention for a range of query heads of one query (built with -march=x86-64-v4):
-// attention_onechunk.inc's 256-bit F16C/FMA version of the reference algorithm of
-// attention_scalar.cpp, bitwise equal to it.
+// attention_onechunk.inc's and attention_tiled.inc's 256-bit F16C/FMA versions of the reference
+// algorithms of attention_scalar.cpp, bitwise equal to them.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/base/fp16.h"
 #include "kernels/attention.h"
 #include "kernels/attention_internal.h"
 
+namespace baton::kernels::avx2 {
+// ggml's AVX2 ggml_v_expf, lane for lane (ops_avx2.cpp).
+__m256 ggml_v_expf(__m256 x);
+}  // namespace baton::kernels::avx2
+
 namespace baton::kernels::avx512 {
 namespace {
 
 #include "kernels/attention_onechunk.inc"
+#include "kernels/attention_tiled.inc"
 
 }  // namespace
 
-void attend(const AttentionTask& t) { attend_reference(t); }
+void attend(const AttentionTask& t) {
+  if (t.tiled) return attend_tiled_simd(t);
+  attend_reference(t);
+}
 
 }  // namespace baton::kernels::avx512

@@ -24,15 +24,29 @@ struct AttentionTask {
   int64_t n_kv;            // >= 1
   size_t kv_stride;        // F16 elements
   float scale;
+  bool tiled;              // llama.cpp's tiled mode (head_dim % 8 == 0 guaranteed)
   float* scratch;          // attention_scratch_floats(h1 - h0, head_dim) floats, 64-byte aligned
 };
 
-// Per head: q and the accumulator (head_dim rounded up to 16 each), the running max and sum
-// (the SIMD kernels use less than this).
+// KV positions per tile of the tiled mode (llama.cpp's GGML_FA_TILE_KV).
+constexpr int64_t kAttentionKvTile = 64;
+
+// one_chunk: per head q and the accumulator (head_dim rounded up to 16 each), the running max
+// and sum; tiled: per head the accumulator, the tile's scores, max and sum, plus one K tile
+// transposed to f32. (The kernels use no more than this.)
 inline size_t attention_scratch_floats(int64_t n_heads, int64_t head_dim) {
   const size_t d = static_cast<size_t>((head_dim + 15) / 16 * 16);
-  return static_cast<size_t>(n_heads) * (2 * d + kAttentionChunk + 16);
+  return static_cast<size_t>(n_heads) * (2 * d + kAttentionChunk + 16) + static_cast<size_t>(kAttentionKvTile) * d;
 }
+
+namespace scalar {
+// The tiled mode's reference (attention_scalar.cpp), for heads [t.h0, t.h1) of one query.
+void attend_tiled(const AttentionTask& t);
+// The 8 softmax exponentials of one group and their sum as llama.cpp's AVX2
+// ggml_vec_soft_max_f32 adds it: e[l] = ggml_v_expf(x[l] - max); returns
+// ((e0+e4)+(e2+e6))+((e1+e5)+(e3+e7)).
+float softmax_group8(float* x, float max);
+}  // namespace scalar
 
 // q·k of two F16 vectors in the reduction order of llama.cpp's ggml_vec_dot_f16 (the build
 // that produced the golden outputs): see attention_scalar.cpp / docs/NUMERICS.md. Every ISA's

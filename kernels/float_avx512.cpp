@@ -1,11 +1,14 @@
 // AVX-512 (F/BW/VL/DQ) kernels of F32, F16 and BF16 (IEEE binary32 / binary16 / bfloat16
-// element arrays, no blocks). Conversions are bit-identical to the scalar reference; a gemm
-// dot product is one 16-lane f32 FMA chain over k (lane j sums elements j, j+16, ...; a masked
-// tail), reduced in a fixed order. Every (row, token) pair gets exactly that sequence
-// whatever tile it falls in, so results do not depend on n_rows or n_tok.
+// element arrays, no blocks). Conversions are bit-identical to the scalar reference; the
+// gemms are float_gemm.inc's 8-lane code (llama.cpp's AVX2 orders, see float_kernels.h) with
+// larger register tiles (32 vector registers), so bitwise equal to the scalar reference too.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
+#include <type_traits>
+
+#include "engine/base/fp16.h"
 
 #include "kernels/float_kernels.h"
 
@@ -13,25 +16,6 @@ namespace baton::kernels::avx512 {
 namespace {
 
 __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
-
-// Fixed-order horizontal sum (g++ 12's _mm512_reduce_add_ps trips -Wuninitialized).
-float hsum(__m512 v) {
-  const __m256 s8 =
-      _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
-  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));
-  return _mm_cvtss_f32(s4);
-}
-
-struct LoadF32 {
-  static __m512 full(const uint8_t* p, int64_t i) {
-    return _mm512_loadu_ps(reinterpret_cast<const float*>(p) + i);
-  }
-  static __m512 part(const uint8_t* p, int64_t i, __mmask16 m) {
-    return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(p) + i);
-  }
-};
 
 struct LoadF16 {
   static __m512 full(const uint8_t* p, int64_t i) {
@@ -54,96 +38,14 @@ struct LoadBF16 {
   }
 };
 
-// out[t][r] for an R x T tile; w and a point at the tile's first row / token.
-template <class L, int R, int T>
-void tile(int64_t k, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride,
-          float* out, size_t out_stride) {
-  __m512 acc[R][T];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+constexpr int kTbDecodeRows = 8;  // tinyBLAS order, n_tok == 1: 8 rows
+constexpr int kTbRows = 4;        // tinyBLAS order, n_tok > 1: 4 x 6 accumulators (ymm0-31)
+constexpr int kTbToks = 6;
+constexpr int kVdRows = 4;        // vec_dot order: 4 rows x 4 accumulators for one token,
+constexpr int kVdRowsBatch = 2;   // 2 rows x 2 tokens for several
+constexpr int kVdToks = 2;
 
-  int64_t i = 0;
-  for (; i + 16 <= k; i += 16) {
-    __m512 wv[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) wv[r] = L::full(w + r * w_stride, i);
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m512 av = L::full(a + t * a_stride, i);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], av, acc[r][t]);
-    }
-  }
-  if (i < k) {
-    const __mmask16 m = tail_mask(k - i);
-    __m512 wv[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) wv[r] = L::part(w + r * w_stride, i, m);
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m512 av = L::part(a + t * a_stride, i, m);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], av, acc[r][t]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int t = 0; t < T; ++t)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) out[t * out_stride + r] = hsum(acc[r][t]);
-}
-
-using TileFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, size_t);
-
-constexpr int kDecodeRows = 8;  // tile for n_tok == 1
-constexpr int kRows = 4;        // tile for n_tok > 1: kRows x kToks accumulators
-constexpr int kToks = 6;
-
-template <class L, int R>
-TileFn pick_toks(int64_t t) {
-  switch (t) {
-    case 1: return tile<L, R, 1>;
-    case 2: if constexpr (R <= kRows) return tile<L, R, 2>; break;
-    case 3: if constexpr (R <= kRows) return tile<L, R, 3>; break;
-    case 4: if constexpr (R <= kRows) return tile<L, R, 4>; break;
-    case 5: if constexpr (R <= kRows) return tile<L, R, 5>; break;
-    case 6: if constexpr (R <= kRows) return tile<L, R, 6>; break;
-  }
-  return nullptr;
-}
-
-template <class L>
-TileFn pick(int64_t r, int64_t t) {
-  switch (r) {
-    case 1: return pick_toks<L, 1>(t);
-    case 2: return pick_toks<L, 2>(t);
-    case 3: return pick_toks<L, 3>(t);
-    case 4: return pick_toks<L, 4>(t);
-    case 5: return pick_toks<L, 5>(t);
-    case 6: return pick_toks<L, 6>(t);
-    case 7: return pick_toks<L, 7>(t);
-    case 8: return pick_toks<L, 8>(t);
-  }
-  return nullptr;
-}
-
-template <class L>
-void gemm_float(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* ab = static_cast<const uint8_t*>(a);
-  const int64_t row_step = n_tok == 1 ? kDecodeRows : kRows;
-  const int64_t tok_step = n_tok == 1 ? 1 : kToks;
-  for (int64_t r0 = 0; r0 < n_rows; r0 += row_step) {
-    const int64_t nr = n_rows - r0 < row_step ? n_rows - r0 : row_step;
-    for (int64_t t0 = 0; t0 < n_tok; t0 += tok_step) {
-      const int64_t nt = n_tok - t0 < tok_step ? n_tok - t0 : tok_step;
-      pick<L>(nr, nt)(k, wb + r0 * w_stride, w_stride, ab + t0 * a_stride, a_stride,
-                      out + t0 * out_stride + r0, out_stride);
-    }
-  }
-}
+#include "kernels/float_gemm.inc"
 
 }  // namespace
 
@@ -208,17 +110,17 @@ void float_to_bf16(const float* src, void* dst, int64_t n) {
   }
 }
 
-void gemm_f32(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-              size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
-  gemm_float<LoadF32>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
-}
-void gemm_f16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-              size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
-  gemm_float<LoadF16>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
-}
-void gemm_bf16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-               size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
-  gemm_float<LoadBF16>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
-}
+#define BATON_FLOAT_GEMM(name, order, L)                                                        \
+  void name(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, \
+            int64_t n_tok, float* out, size_t out_stride) {                                      \
+    order<L>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);                       \
+  }
+BATON_FLOAT_GEMM(gemm_f32, gemm_batch_order, Ld8F32)
+BATON_FLOAT_GEMM(gemm_f16, gemm_batch_order, Ld8F16)
+BATON_FLOAT_GEMM(gemm_bf16, gemm_batch_order, Ld8BF16)
+BATON_FLOAT_GEMM(gemm_f32_single, gemm_single_order, Ld8F32)
+BATON_FLOAT_GEMM(gemm_f16_single, gemm_single_order, Ld8F16)
+BATON_FLOAT_GEMM(gemm_bf16_single, gemm_single_order, Ld8BF16)
+#undef BATON_FLOAT_GEMM
 
 }  // namespace baton::kernels::avx512

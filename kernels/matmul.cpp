@@ -53,17 +53,46 @@ void* MatmulDriver::act_scratch(GgmlType type, size_t bytes) {
   return act_buffers_.back().data.data();
 }
 
-void MatmulDriver::matmul(const WeightView& w, const float* act, int64_t n_tok, float* out) {
+void row_orders(std::span<const uint64_t> seq_ids, std::vector<RowOrder>& out) {
+  // (sequence, rows) in order of first appearance; a pass has few sequences
+  std::vector<std::pair<uint64_t, int64_t>> counts;
+  auto slot = [&](uint64_t s) {
+    for (size_t i = 0; i < counts.size(); ++i)
+      if (counts[i].first == s) return i;
+    counts.push_back({s, 0});
+    return counts.size() - 1;
+  };
+  for (uint64_t s : seq_ids) ++counts[slot(s)].second;
+  std::vector<int64_t> seen(counts.size(), 0);
+  out.resize(seq_ids.size());
+  for (size_t t = 0; t < seq_ids.size(); ++t) {
+    const size_t i = slot(seq_ids[t]);
+    const int64_t m = counts[i].second, j = seen[i]++;
+    out[t] = m == 1 ? RowOrder::kSingle : j < m - m % 4 ? RowOrder::kGrouped : RowOrder::kBatch;
+  }
+}
+
+void MatmulDriver::matmul(const WeightView& w, const float* act, int64_t n_tok, float* out,
+                          std::span<const RowOrder> orders) {
   const MatmulTarget target{w, out, static_cast<size_t>(w.n_rows), nullptr};
-  matmul(std::span<const MatmulTarget>(&target, 1), act, static_cast<size_t>(w.k), n_tok);
+  matmul(std::span<const MatmulTarget>(&target, 1), act, static_cast<size_t>(w.k), n_tok, orders);
 }
 
 void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* act, size_t act_stride,
-                          int64_t n_tok) {
+                          int64_t n_tok, std::span<const RowOrder> orders) {
   if (targets.empty() || n_tok <= 0) return;
   const int64_t k = targets[0].w.k;
   if (act_stride < static_cast<size_t>(k))
     fail("matmul {}: activation row stride {} is shorter than k = {}", targets[0].w.name, act_stride, k);
+  if (!orders.empty() && orders.size() != static_cast<size_t>(n_tok))
+    fail("matmul {}: {} row orders for {} tokens", targets[0].w.name, orders.size(), n_tok);
+  if (orders.empty()) {  // one sequence
+    default_orders_.resize(static_cast<size_t>(n_tok));
+    const int64_t grouped = n_tok == 1 ? 0 : n_tok - n_tok % 4;
+    for (int64_t t = 0; t < n_tok; ++t)
+      default_orders_[t] = n_tok == 1 ? RowOrder::kSingle : t < grouped ? RowOrder::kGrouped : RowOrder::kBatch;
+    orders = default_orders_;
+  }
 
   // Validate every target and resolve its kernels (cheap: a few comparisons and a switch).
   resolved_.resize(targets.size());
@@ -162,11 +191,35 @@ void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* ac
       const int64_t nr = std::min(rows_per_chunk, t.w.n_rows - r0);
       const int64_t t0 = (local % n_tiles) * tok_tile;
       const int64_t nt = std::min(tok_tile, n_tok - t0);
-      resolved_[ti].weight->gemm(k, static_cast<const char*>(t.w.data) + static_cast<size_t>(r0) * t.w.row_bytes,
-                                 t.w.row_bytes, nr,
-                                 static_cast<const char*>(converted_[ti]) + static_cast<size_t>(t0) * converted_stride_[ti],
-                                 converted_stride_[ti], nt, t.out + static_cast<size_t>(t0) * t.out_stride + r0,
-                                 t.out_stride);
+      const TypeOps& ops = *resolved_[ti].weight;
+      const char* wr = static_cast<const char*>(t.w.data) + static_cast<size_t>(r0) * t.w.row_bytes;
+      auto run = [&](GemmFn gemm, int64_t ta, int64_t tb) {
+        gemm(k, wr, t.w.row_bytes, nr,
+             static_cast<const char*>(converted_[ti]) + static_cast<size_t>(ta) * converted_stride_[ti],
+             converted_stride_[ti], tb - ta, t.out + static_cast<size_t>(ta) * t.out_stride + r0, t.out_stride);
+      };
+      if (!ops.gemm_single && !ops.gemm_grouped) {
+        run(ops.gemm, t0, t0 + nt);
+      } else if (ops.gemm_single && ops.gemm_rows_multiple > 1 && t.w.n_rows % ops.gemm_rows_multiple != 0) {
+        run(ops.gemm_single, t0, t0 + nt);
+      } else {
+        auto kernel = [&](int64_t tok) {
+          switch (orders[static_cast<size_t>(tok)]) {
+            case RowOrder::kSingle: return ops.gemm_single ? ops.gemm_single : ops.gemm;
+            case RowOrder::kGrouped: return ops.gemm_grouped ? ops.gemm_grouped : ops.gemm;
+            case RowOrder::kBatch: break;
+          }
+          return ops.gemm;
+        };
+        // runs of tokens with the same kernel
+        for (int64_t ta = t0; ta < t0 + nt;) {
+          const GemmFn g = kernel(ta);
+          int64_t tb = ta + 1;
+          while (tb < t0 + nt && kernel(tb) == g) ++tb;
+          run(g, ta, tb);
+          ta = tb;
+        }
+      }
     }
   };
   pool_.run(compute, static_cast<int>(std::min<int64_t>(nth, n_chunks)));

@@ -5,7 +5,7 @@
 // Exactness: each output element is one GemmFn reduction over k, whose result by contract does
 // not depend on which other rows or tokens share the call; activation rows are converted one
 // row at a time. So every element is bitwise identical for any thread count, any n_tok and any
-// batch composition (the "cluster == one process" rule).
+// batch composition (the "cluster == one process" rule), given the token's RowOrder.
 #pragma once
 
 #include <cstddef>
@@ -64,19 +64,36 @@ struct MatmulTuning {
   int64_t chunks_per_thread = 8;   // output-row chunks per thread, for load balance
 };
 
+// Which of llama.cpp's matmul kernels a row gets. llama.cpp decides by the number of rows in
+// the whole micro-batch; we decide per sequence (its rows in this pass), so that a sequence's
+// result never depends on the other sequences sharing the pass (docs/NUMERICS.md).
+enum class RowOrder : uint8_t {
+  kBatch = 0,    // TypeOps::gemm (e.g. tinyBLAS for the float types)
+  kSingle = 1,   // the only row of its sequence: gemm_single where the type has one, else gemm
+  kGrouped = 2,  // in a full group of 4 rows of its sequence: gemm_grouped if any, else gemm
+};
+
+// out[i] for the tokens of a pass: a sequence with m rows gets kSingle if m == 1; otherwise its
+// j-th row (in batch order) gets kGrouped if j < m - m % 4, else kBatch.
+void row_orders(std::span<const uint64_t> seq_ids, std::vector<RowOrder>& out);
+
 // Runs matmuls on a pool. Not thread-safe (one driver per pool user); the pool may be shared.
 class MatmulDriver {
  public:
   explicit MatmulDriver(ThreadPool& pool, MatmulTuning tuning = {}) : pool_(pool), tuning_(tuning) {}
 
+  // orders: one RowOrder per token (row_orders()); empty: the tokens are taken as one sequence.
+
   // out [n_tok, w.n_rows] = act [n_tok, w.k] × Wᵀ, dense rows on both sides.
-  void matmul(const WeightView& w, const float* act, int64_t n_tok, float* out);
+  void matmul(const WeightView& w, const float* act, int64_t n_tok, float* out,
+              std::span<const RowOrder> orders = {});
 
   // Several weights sharing one input (q/k/v, gate/up): the input is converted once per
   // vec_dot_type and all outputs are computed in one pool run. act rows are act_stride floats
   // apart. Throws baton::Error on shape mismatches (naming the tensors) and
   // baton::UnsupportedError for types without kernels.
-  void matmul(std::span<const MatmulTarget> targets, const float* act, size_t act_stride, int64_t n_tok);
+  void matmul(std::span<const MatmulTarget> targets, const float* act, size_t act_stride, int64_t n_tok,
+              std::span<const RowOrder> orders = {});
 
   ThreadPool& pool() { return pool_; }
 
@@ -94,6 +111,7 @@ class MatmulDriver {
   std::vector<MatmulKernels> resolved_;  // per target of the current call
   std::vector<const void*> converted_;   // per target: its activations in vec_dot_type
   std::vector<size_t> converted_stride_;
+  std::vector<RowOrder> default_orders_;
 };
 
 // Embedding lookup: out[i * out_stride ...] = row ids[i] of `table` dequantized to f32

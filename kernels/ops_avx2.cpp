@@ -89,6 +89,8 @@ void silu(const float* x, float* y, int64_t n) {
   if (n8 < n) store_tail(y + n8, silu_ps(load_tail(x + n8, n - n8)), n - n8);
 }
 
+}  // namespace
+
 // ggml's AVX2 ggml_v_expf, lane for lane (see scalar::swiglu_ggml for the definition).
 __m256 ggml_v_expf(__m256 x) {
   const __m256 r = _mm256_set1_ps(0x1.8p23f);
@@ -115,8 +117,6 @@ __m256 ggml_v_expf(__m256 x) {
   const __m256 scaled = _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1);
   return _mm256_blendv_ps(_mm256_blendv_ps(plain, scaled, c), _mm256_mul_ps(s1, s1), d);
 }
-
-}  // namespace
 
 void swiglu_ggml(const float* gate, const float* up, float* y, int64_t n) {
   const int64_t n8 = n / 8 * 8;

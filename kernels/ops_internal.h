@@ -25,6 +25,9 @@ extern const OpsTable kOpsTable;
 // SwiGLU exactly as ggml_vec_swiglu_f32 of an AVX2 build (ggml_v_silu on groups of 8, libm expf
 // on the n mod 8 tail): the definition every ISA's swiglu reproduces bit for bit.
 void swiglu_ggml(const float* gate, const float* up, float* y, int64_t n);
+// One lane of ggml's AVX2 ggml_v_expf (also used by the tiled attention's softmax); the AVX2
+// vector version is avx2::ggml_v_expf (ops_avx2.cpp, declared where it is used: it takes __m256).
+float ggml_v_expf1(float x);
 }  // namespace scalar
 namespace avx2 {
 extern const OpsTable kOpsTable;

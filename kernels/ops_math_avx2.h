@@ -11,6 +11,10 @@ namespace baton::kernels::avx2 {
 // |r| <= ln2/2 (Cody–Waite split of ln2), e^r by its Taylor series to r^7 (error < 6e-9
 // relative), then scaled by 2^n in two steps so that results down to the subnormals and up to
 // +inf come out right. NaN propagates; -inf gives 0.
+// ggml's AVX2 ggml_v_expf, lane for lane (defined in ops_avx2.cpp; scalar::ggml_v_expf1 is
+// one lane of it).
+__m256 ggml_v_expf(__m256 x);
+
 inline __m256 exp_ps(__m256 x) {
   const __m256 log2e = _mm256_set1_ps(1.44269504088896341f);
   const __m256 ln2_hi = _mm256_set1_ps(0.693359375f);

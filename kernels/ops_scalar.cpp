@@ -65,6 +65,8 @@ float float_of(uint32_t u) {
   return v;
 }
 
+}  // namespace
+
 // One lane of ggml's AVX2 ggml_v_expf (ARM optimized-routines expf: x = n·ln2 + b, a degree-5
 // polynomial in b, scaled by 2^n through the exponent bits; special scaling for |n| > 126).
 float ggml_v_expf1(float x) {
@@ -85,8 +87,6 @@ float ggml_v_expf1(float x) {
   if (std::fabs(n) > 192.0f) return s1 * s1;
   return std::fma(s2, j, s2) * s1;
 }
-
-}  // namespace
 
 // ggml_vec_swiglu_f32 of an AVX2 build: groups of 8 through ggml_v_silu (x / (1 + v_expf(0 - x)))
 // times up; the n mod 8 tail with libm expf.

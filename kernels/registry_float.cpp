@@ -1,5 +1,6 @@
 // The kernel table of the float formats: F32, F16 and BF16 weights multiply activations of
-// the same type (llama.cpp's vec_dot_type). Every ISA has its own variant of each.
+// the same type (llama.cpp's vec_dot_type). Every ISA has its own variant of each; gemm is
+// llama.cpp's batch (tinyBLAS) order, gemm_single its single-row (vec_dot) order.
 #include "kernels/float_kernels.h"
 #include "kernels/type_ops_registry.h"
 
@@ -7,21 +8,28 @@ namespace baton::kernels::detail {
 namespace {
 
 constexpr TypeOps kF32[] = {
-    {GgmlType::kF32, GgmlType::kF32, scalar::f32_to_float, scalar::copy_f32, scalar::gemm_f32},
-    {GgmlType::kF32, GgmlType::kF32, scalar::f32_to_float, scalar::copy_f32, avx2::gemm_f32},
-    {GgmlType::kF32, GgmlType::kF32, scalar::f32_to_float, scalar::copy_f32, avx512::gemm_f32},
+    {GgmlType::kF32, GgmlType::kF32, scalar::f32_to_float, scalar::copy_f32, scalar::gemm_f32,
+     scalar::gemm_f32_single, kTinyBlasRowMultiple},
+    {GgmlType::kF32, GgmlType::kF32, scalar::f32_to_float, scalar::copy_f32, avx2::gemm_f32,
+     avx2::gemm_f32_single, kTinyBlasRowMultiple},
+    {GgmlType::kF32, GgmlType::kF32, scalar::f32_to_float, scalar::copy_f32, avx512::gemm_f32,
+     avx512::gemm_f32_single, kTinyBlasRowMultiple},
 };
 constexpr TypeOps kF16[] = {
-    {GgmlType::kF16, GgmlType::kF16, scalar::f16_to_float, scalar::float_to_f16, scalar::gemm_f16},
-    {GgmlType::kF16, GgmlType::kF16, avx2::f16_to_float, avx2::float_to_f16, avx2::gemm_f16},
-    {GgmlType::kF16, GgmlType::kF16, avx512::f16_to_float, avx512::float_to_f16, avx512::gemm_f16},
+    {GgmlType::kF16, GgmlType::kF16, scalar::f16_to_float, scalar::float_to_f16, scalar::gemm_f16,
+     scalar::gemm_f16_single, kTinyBlasRowMultiple},
+    {GgmlType::kF16, GgmlType::kF16, avx2::f16_to_float, avx2::float_to_f16, avx2::gemm_f16,
+     avx2::gemm_f16_single, kTinyBlasRowMultiple},
+    {GgmlType::kF16, GgmlType::kF16, avx512::f16_to_float, avx512::float_to_f16, avx512::gemm_f16,
+     avx512::gemm_f16_single, kTinyBlasRowMultiple},
 };
 constexpr TypeOps kBF16[] = {
     {GgmlType::kBF16, GgmlType::kBF16, scalar::bf16_to_float, scalar::float_to_bf16,
-     scalar::gemm_bf16},
-    {GgmlType::kBF16, GgmlType::kBF16, avx2::bf16_to_float, avx2::float_to_bf16, avx2::gemm_bf16},
+     scalar::gemm_bf16, scalar::gemm_bf16_single, kTinyBlasRowMultiple},
+    {GgmlType::kBF16, GgmlType::kBF16, avx2::bf16_to_float, avx2::float_to_bf16, avx2::gemm_bf16,
+     avx2::gemm_bf16_single, kTinyBlasRowMultiple},
     {GgmlType::kBF16, GgmlType::kBF16, avx512::bf16_to_float, avx512::float_to_bf16,
-     avx512::gemm_bf16},
+     avx512::gemm_bf16, avx512::gemm_bf16_single, kTinyBlasRowMultiple},
 };
 
 }  // namespace

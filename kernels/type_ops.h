@@ -31,10 +31,17 @@ struct TypeOps {
   ToFloatFn to_float = nullptr;
   FromFloatFn from_float = nullptr;   // nullptr when this build has no quantizer for the type
   GemmFn gemm = nullptr;              // nullptr for pure activation types (Q8_K, Q8_1)
+  // The order for a token that is the only row of its sequence in the pass, when it differs
+  // from gemm's (llama.cpp runs single rows through ggml_vec_dot_*, batches through tinyBLAS);
+  // nullptr: gemm for every token. Same contract as gemm. MatmulDriver picks per token.
+  GemmFn gemm_single = nullptr;
+  // gemm's order is llama.cpp's only for weights whose row count is a multiple of this (its
+  // batch kernel refuses other shapes); other weights use gemm_single for every token.
+  int32_t gemm_rows_multiple = 1;
   // The order llama.cpp gives rows that sit in a full group of 4 rows of their sequence in one
   // pass (its repacked 4-row GEMM tiles; Q4_K): for a sequence with m rows in a pass, rows
-  // [0, m - m % 4) use gemm_grouped, the others gemm. nullptr: no such rows. Same contract as
-  // gemm. (MatmulDriver does not pick it yet: every row takes gemm.)
+  // [0, m - m % 4) use gemm_grouped, the others gemm (or gemm_single). nullptr: no such rows.
+  // Same contract as gemm.
   GemmFn gemm_grouped = nullptr;
 };
 

@@ -5,7 +5,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <future>
 #include <thread>
 #include <unordered_map>
@@ -49,6 +53,61 @@ void log_escaped(std::exception_ptr e, std::string_view what) {
   } catch (const std::exception& ex) {
     spdlog::error("net: {} failed: {}", what, ex.what());
   }
+}
+
+// Every socket is created close-on-exec (SOCK_CLOEXEC at creation, accept4 for accepted ones),
+// so a process that spawns children (a worker, a coordinator, a test) does not leak its
+// listening or connected sockets into them. Asio's own open/accept/connect do not set it.
+template <class Socket>
+void open_cloexec(Socket& socket, const tcp& protocol) {
+  const int fd = ::socket(protocol.family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) throw std::system_error(errno, std::system_category(), "cannot create a TCP socket");
+  std::error_code ec;
+  socket.assign(protocol, fd, ec);
+  if (ec) {
+    ::close(fd);
+    throw std::system_error(ec, "cannot adopt a TCP socket");
+  }
+}
+
+// async_accept, with the accepted socket close-on-exec (the acceptor is non-blocking).
+asio::awaitable<std::tuple<std::error_code, tcp::socket>> accept_cloexec(tcp::acceptor& acceptor) {
+  auto executor = co_await asio::this_coro::executor;
+  for (;;) {
+    auto [ec] = co_await acceptor.async_wait(tcp::acceptor::wait_read, kNoThrow);
+    if (ec) co_return std::tuple{ec, tcp::socket(executor)};
+    const int fd = ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) continue;
+      co_return std::tuple{std::error_code(errno, std::system_category()), tcp::socket(executor)};
+    }
+    tcp::socket socket(executor);
+    std::error_code aec;
+    socket.assign(acceptor.local_endpoint().protocol(), fd, aec);
+    if (aec) ::close(fd);
+    co_return std::tuple{aec, std::move(socket)};
+  }
+}
+
+// async_connect over `endpoints` in order, each attempt on a fresh close-on-exec socket.
+asio::awaitable<std::tuple<std::error_code, tcp::endpoint>> connect_cloexec(tcp::socket& socket,
+                                                                           tcp::resolver::results_type endpoints) {
+  std::error_code last = asio::error::host_not_found;
+  for (const auto& entry : endpoints) {
+    std::error_code ignored;
+    socket.close(ignored);
+    try {
+      open_cloexec(socket, entry.endpoint().protocol());
+    } catch (const std::system_error& e) {
+      last = e.code();
+      continue;
+    }
+    auto [ec] = co_await socket.async_connect(entry.endpoint(), kNoThrow);
+    if (!ec) co_return std::tuple{ec, entry.endpoint()};
+    last = ec;
+    if (ec == asio::error::operation_aborted) break;
+  }
+  co_return std::tuple{last, tcp::endpoint()};
 }
 
 bool retryable(CloseKind kind) {
@@ -139,7 +198,8 @@ struct Node::Impl final : detail::SessionHost {
     if (endpoints.empty()) throw std::runtime_error("no address to listen on");
     tcp::endpoint endpoint = endpoints.begin()->endpoint();
     auto acceptor = std::make_unique<tcp::acceptor>(io);
-    acceptor->open(endpoint.protocol());
+    open_cloexec(*acceptor, endpoint.protocol());
+    acceptor->native_non_blocking(true);  // accept_cloexec's accept4 must not block
     acceptor->set_option(tcp::acceptor::reuse_address(true));
     acceptor->bind(endpoint);
     acceptor->listen();
@@ -153,7 +213,7 @@ struct Node::Impl final : detail::SessionHost {
 
   asio::awaitable<void> accept_loop(tcp::acceptor* acceptor) {
     for (;;) {
-      auto [ec, socket] = co_await acceptor->async_accept(kNoThrow);
+      auto [ec, socket] = co_await accept_cloexec(*acceptor);
       if (stopping || !acceptor->is_open()) co_return;
       if (ec) {
         spdlog::warn("net: accept failed: {}", ec.message());
@@ -229,8 +289,7 @@ struct Node::Impl final : detail::SessionHost {
         Registration<tcp::socket> reg(connecting, &socket);
         auto remaining = std::max<Clock::duration>(deadline - Clock::now(),
                                                    std::chrono::milliseconds(1));
-        auto raced = co_await (asio::async_connect(socket, endpoints, kNoThrow) ||
-                               detail::sleep_for(remaining));
+        auto raced = co_await (connect_cloexec(socket, endpoints) || detail::sleep_for(remaining));
         if (stopping) co_return ConnectResult{nullptr, "the node is stopping"};
         if (raced.index() == 1) {
           last = "the TCP connect timed out";

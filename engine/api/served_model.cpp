@@ -4,8 +4,11 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "engine/api/guarded_layers.h"
 #include "engine/api/local_cluster_view.h"
@@ -14,6 +17,73 @@
 
 namespace baton::api {
 
+// With `nodes: auto`: re-plans the cluster when its membership changes. While requests run, a
+// lost planned node fails their next pass and the scheduler's repair (repair() below) re-plans
+// and has them rebuilt; while idle, this thread re-plans on the scheduler's thread
+// (Scheduler::run_exclusive) after a node was lost or joined. While no plan fits, new requests
+// get 503 with the reason.
+class Replanner {
+ public:
+  Replanner(registry::DynamicCluster& cluster, serving::Scheduler& scheduler)
+      : cluster_(cluster), scheduler_(scheduler), thread_([this] { run(); }) {}
+  ~Replanner() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+  // The scheduler's repair after a failed forward pass (on the scheduler thread).
+  static bool repair(registry::DynamicCluster& cluster, serving::Scheduler& scheduler, const std::string& error) {
+    try {
+      const bool repaired = cluster.recover(error);
+      if (repaired) scheduler.set_unavailable("");
+      return repaired;
+    } catch (const std::exception& e) {
+      scheduler.set_unavailable(fmt::format("the cluster cannot serve: {}", e.what()));
+      throw;
+    }
+  }
+
+ private:
+  void run() {
+    using namespace std::chrono_literals;
+    uint64_t seen = 0, settled = 0;  // settled: the registry version a re-plan found nothing to change at
+    while (!stopped(0ms)) {
+      seen = cluster_.registry().wait_for_change(seen, 250ms);
+      if (stopped(0ms) || !cluster_.replan_wanted()) continue;
+      const bool lost = cluster_.lost_planned_node();
+      if (!lost && seen == settled) continue;  // e.g. a node the planner leaves out on purpose
+      // Only while idle: running requests meet a lost node in their next pass and are repaired
+      // there (Replanner::repair), and a join must not pause them.
+      const auto stats = scheduler_.stats();
+      if (stats.active > 0 || stats.queued > 0) continue;
+      try {
+        const bool changed = scheduler_.run_exclusive([this] { return cluster_.replan(); });
+        scheduler_.set_unavailable("");
+        if (!changed) settled = seen;
+      } catch (const std::exception& e) {
+        if (cluster_.lost_planned_node()) scheduler_.set_unavailable(fmt::format("the cluster cannot serve: {}", e.what()));
+        stopped(1000ms);  // retried after a pause (and at once on the next registry change)
+      }
+    }
+  }
+  bool stopped(std::chrono::milliseconds wait) {
+    std::unique_lock lock(mutex_);
+    wake_.wait_for(lock, wait, [&] { return stopping_; });
+    return stopping_;
+  }
+
+  registry::DynamicCluster& cluster_;
+  serving::Scheduler& scheduler_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
 struct ServedModel::Parts {
   std::unique_ptr<registry::DynamicCluster> dynamic;  // `nodes: auto`; owns the cluster and the view
   std::unique_ptr<LocalModel> local;
@@ -21,6 +91,7 @@ struct ServedModel::Parts {
   std::unique_ptr<GuardedLayers> guard;
   std::unique_ptr<LocalClusterView> local_view;
   std::unique_ptr<StaticClusterView> static_view;
+  std::unique_ptr<Replanner> replanner;  // stopped before the scheduler
 };
 
 namespace {
@@ -120,27 +191,32 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
   co.threads = options.threads;
   co.n_ctx = options.n_ctx;
   co.max_sequences = options.scheduler.slots;
-  pipeline::Cluster* cluster = nullptr;
   if (config.nodes_auto) {
-    // Workers register (engine-worker --join / --registry); see docs/REGISTRY.md.
+    // Workers register (engine-worker --join / --registry); see docs/REGISTRY.md. The head,
+    // tokenizer and runner are the DynamicCluster's: they outlive every re-plan.
     registry::DynamicClusterOptions ro;
     ro.cluster = co;
-    s->parts_->dynamic = std::make_unique<registry::DynamicCluster>(config, ro);
-    s->parts_->dynamic->start();
-    cluster = &s->parts_->dynamic->cluster();
-  } else {
-    cluster = (s->parts_->cluster = std::make_unique<pipeline::Cluster>(config, co)).get();
+    auto& dyn = *(s->parts_->dynamic = std::make_unique<registry::DynamicCluster>(config, ro));
+    dyn.start();
+    s->tokenizer_ = &dyn.tokenizer();
+    s->init_common(*dyn.file(), dyn.model_config(), options, dyn.n_ctx(),
+                   std::filesystem::path(config.model).stem().string());
+    s->parts_->guard = std::make_unique<GuardedLayers>(dyn.layers());
+    auto& sched = *(s->scheduler_ = std::make_unique<serving::Scheduler>(dyn.head(), *s->parts_->guard,
+                                                                         dyn.tokenizer(), options.scheduler));
+    sched.set_runner_repair(
+        [&dyn, &sched](const std::string& error) { return Replanner::repair(dyn, sched, error); });
+    s->parts_->replanner = std::make_unique<Replanner>(dyn, sched);
+    s->view_ = &dyn;
+    return s;
   }
+  pipeline::Cluster* cluster = (s->parts_->cluster = std::make_unique<pipeline::Cluster>(config, co)).get();
   s->tokenizer_ = &cluster->tokenizer();
   s->init_common(*cluster->file(), cluster->config(), options, cluster->n_ctx(),
                  std::filesystem::path(config.model).stem().string());
   s->parts_->guard = std::make_unique<GuardedLayers>(cluster->layers());
   s->scheduler_ = std::make_unique<serving::Scheduler>(cluster->head(), *s->parts_->guard, cluster->tokenizer(),
                                                        options.scheduler);
-  if (s->parts_->dynamic) {
-    s->view_ = s->parts_->dynamic.get();
-    return s;
-  }
   NodeView node;
   node.id = "coordinator";
   node.role = "coordinator";
@@ -152,6 +228,7 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
 }
 
 ServedModel::~ServedModel() {
+  if (parts_) parts_->replanner.reset();  // no re-plan while the scheduler goes
   scheduler_.reset();  // ends running requests before the layers go away
 }
 
@@ -167,13 +244,13 @@ std::vector<pipeline::StageStats> ServedModel::stage_stats() const {
 
 std::optional<pipeline::ClusterMetrics> ServedModel::cluster_metrics() const {
   if (parts_->cluster) return parts_->cluster->metrics();
-  if (parts_->dynamic) return parts_->dynamic->cluster().metrics();
+  if (parts_->dynamic) return parts_->dynamic->metrics();
   return std::nullopt;
 }
 
 std::vector<NodePlan> ServedModel::plan() const {
   if (parts_->cluster) return parts_->cluster->plan();
-  if (parts_->dynamic) return parts_->dynamic->cluster().plan();
+  if (parts_->dynamic) return parts_->dynamic->node_plan();
   return {};
 }
 

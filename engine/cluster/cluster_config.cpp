@@ -161,8 +161,16 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
     c.nodes_auto = true;
   } else {
     if (!nodes.IsSequence()) r.fail_at(nodes, "cluster.nodes must be a list of nodes or `auto`");
-    for (size_t i = 0; i < nodes.size(); ++i) c.nodes.push_back(parse_node(r, nodes[i], i));
-    if (c.nodes.empty()) r.fail_at(nodes, "cluster.nodes is empty");
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i].IsScalar() && nodes[i].Scalar() == "auto") {  // mixed: the listed nodes + those that join
+        if (c.nodes_auto) r.fail_at(nodes[i], "cluster.nodes lists `auto` twice");
+        c.nodes_auto = true;
+        continue;
+      }
+      c.nodes.push_back(parse_node(r, nodes[i], i));
+    }
+    if (c.nodes.empty()) r.fail_at(nodes, c.nodes_auto ? "cluster.nodes lists only `auto`: write `nodes: auto`"
+                                                       : "cluster.nodes is empty");
   }
   std::map<std::string, int> ids, addresses;
   for (const auto& n : c.nodes) {

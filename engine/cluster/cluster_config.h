@@ -16,6 +16,13 @@
 //     join_timeout: 60         # ... for at most this many seconds
 //     heartbeat_timeout: 3     # a node silent this long is offline
 //     registry_file: nodes.json  # the embedded registry's persistence (default: <yaml>.nodes.json)
+// Mixed: a list of nodes with an `auto` entry: listed nodes with `layers` keep exactly those
+// layers (they need not join), listed nodes without are required members (planned once they
+// joined), and any other worker that joins is planned too (nodes_auto and nodes both set):
+//     nodes:
+//       - { id: big, host: 10.0.0.11, port: 8010, layers: [0, 11] }
+//       - { id: w2, host: 10.0.0.12, port: 8010 }
+//       - auto
 //
 // Parsing checks types and required fields; every error names the file, the line and the field.
 // plan_layers() checks the layer assignment against the model's n_layer.
@@ -49,7 +56,7 @@ struct ClusterConfig {
   double load_timeout_s = 300;   // Prepare → Ready for every node
   std::string registry;          // "" (embedded) or etcd://host:port/prefix
   std::string activations = "f32";  // on the wire between stages: f32 (exact), f16 or bf16
-  bool nodes_auto = false;       // `nodes: auto`
+  bool nodes_auto = false;       // `nodes: auto`, or an `auto` entry in the list (mixed)
   int min_nodes = 1;             // nodes: auto — registrations to wait for before planning
   double join_timeout_s = 60;    // nodes: auto — how long to wait for them
   double heartbeat_timeout_s = 3;  // registry: silent this long -> offline

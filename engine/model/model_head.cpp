@@ -18,7 +18,9 @@ void ModelHead::logits(const float* hidden, int64_t n_rows, float* logits) {
   for (int64_t r = 0; r < n_rows; ++r)
     kernels::rms_norm(hidden + r * n_embd, head_.output_norm.data(), normed_.data() + r * n_embd, n_embd,
                       config_.rms_eps);
-  matmul_.matmul(head_.output, normed_.data(), n_rows, logits);
+  // every row is its sequence's only output row of the pass: llama.cpp's single-row order
+  orders_.assign(static_cast<size_t>(n_rows), kernels::RowOrder::kSingle);
+  matmul_.matmul(head_.output, normed_.data(), n_rows, logits, orders_);
 }
 
 }  // namespace baton

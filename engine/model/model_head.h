@@ -20,7 +20,9 @@ class ModelHead {
 
   // out: [tokens.size(), n_embd]. Throws baton::Error for a token id outside the vocabulary.
   void embed(std::span<const int32_t> tokens, float* out);
-  // hidden: [n_rows, n_embd] (not modified); logits: [n_rows, n_vocab].
+  // hidden: [n_rows, n_embd] (not modified); logits: [n_rows, n_vocab]. Each row is taken to be
+  // the only output row of its sequence in the pass (llama.cpp's single-row matmul order, see
+  // docs/NUMERICS.md): true for every caller, which asks one row per sequence.
   void logits(const float* hidden, int64_t n_rows, float* logits);
 
   int64_t n_vocab() const { return head_.output.n_rows; }
@@ -32,6 +34,7 @@ class ModelHead {
   HeadWeights head_;
   kernels::MatmulDriver matmul_;
   std::vector<float> normed_;
+  std::vector<kernels::RowOrder> orders_;
 };
 
 }  // namespace baton

@@ -9,6 +9,23 @@
 
 namespace baton {
 
+namespace {
+
+// rows[i] = how many entries of seq_ids equal seq_ids[i].
+void count_rows_per_sequence(const std::vector<uint64_t>& seq_ids, std::vector<int64_t>& rows) {
+  std::vector<std::pair<uint64_t, int64_t>> counts;
+  for (uint64_t s : seq_ids) {
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == s; });
+    if (it == counts.end()) counts.push_back({s, 1});
+    else ++it->second;
+  }
+  rows.resize(seq_ids.size());
+  for (size_t i = 0; i < seq_ids.size(); ++i)
+    rows[i] = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == seq_ids[i]; })->second;
+}
+
+}  // namespace
+
 int64_t effective_n_ctx(const ModelConfig& config, int64_t requested) {
   if (requested > 0) return requested;
   return std::min<int64_t>(config.n_ctx_train, 4096);
@@ -75,10 +92,33 @@ void Stage::forward(const TokenBatch& batch, float* hidden) {
     throw;
   }
   ensure_scratch(n);
+  count_rows_per_sequence(batch.seq_ids, seq_rows_);
+  kernels::row_orders(batch.seq_ids, orders_);
+  const bool holds_last_layer = last_ == config_.n_layer;
   for (size_t il = 0; il < layers_.size(); ++il) {
     attention_block(layers_[il], static_cast<int64_t>(il), batch, slots, hidden);
-    ffn_block(layers_[il], n, hidden);
+    if (holds_last_layer && il + 1 == layers_.size()) last_ffn_block(layers_[il], batch, hidden);
+    else ffn_block(layers_[il], n, hidden, orders_);
   }
+}
+
+void Stage::last_ffn_block(const LayerWeights& w, const TokenBatch& batch, float* hidden) {
+  const int64_t n = static_cast<int64_t>(batch.size()), n_embd = config_.n_embd;
+  const int64_t n_out = static_cast<int64_t>(batch.n_outputs());
+  if (n_out == 0) return;
+  // the output rows' own count per sequence decides their order
+  std::vector<uint64_t> out_seqs;
+  out_seqs.reserve(static_cast<size_t>(n_out));
+  for (int64_t t = 0; t < n; ++t)
+    if (batch.output[t]) out_seqs.push_back(batch.seq_ids[t]);
+  kernels::row_orders(out_seqs, out_orders_);
+  if (n_out == n) return ffn_block(w, n, hidden, out_orders_);
+  out_hidden_.resize(static_cast<size_t>(n_out * n_embd));
+  for (int64_t t = 0, r = 0; t < n; ++t)
+    if (batch.output[t]) std::copy_n(hidden + t * n_embd, n_embd, out_hidden_.data() + (r++) * n_embd);
+  ffn_block(w, n_out, out_hidden_.data(), out_orders_);
+  for (int64_t t = 0, r = 0; t < n; ++t)
+    if (batch.output[t]) std::copy_n(out_hidden_.data() + (r++) * n_embd, n_embd, hidden + t * n_embd);
 }
 
 void Stage::attention_block(const LayerWeights& w, int64_t il, const TokenBatch& batch,
@@ -97,7 +137,7 @@ void Stage::attention_block(const LayerWeights& w, int64_t il, const TokenBatch&
       {w.wk, k_.data(), static_cast<size_t>(kv_dim), nullptr},
       {w.wv, v_.data(), static_cast<size_t>(kv_dim), nullptr},
   };
-  matmul_.matmul(qkv, xb_.data(), static_cast<size_t>(n_embd), n);
+  matmul_.matmul(qkv, xb_.data(), static_cast<size_t>(n_embd), n, orders_);
   if (!w.bq.empty())
     for (int64_t t = 0; t < n; ++t) {
       kernels::add(q_.data() + t * q_dim, w.bq.data(), q_.data() + t * q_dim, q_dim);
@@ -132,16 +172,17 @@ void Stage::attention_block(const LayerWeights& w, int64_t il, const TokenBatch&
     query.v = cache_.v_rows(slots[t], il);
     query.n_kv = batch.positions[t] + 1;
     query.out = att_.data() + t * q_dim;
+    query.tiled = seq_rows_[t] >= kernels::kAttentionTiledMinRows;
   }
   kernels::attention(pool_, attn_shape_, attn_queries_);
 
   // output projection and residual
-  matmul_.matmul(w.wo, att_.data(), n, proj_.data());
+  matmul_.matmul(w.wo, att_.data(), n, proj_.data(), orders_);
   for (int64_t t = 0; t < n; ++t)
     kernels::add(hidden + t * n_embd, proj_.data() + t * n_embd, hidden + t * n_embd, n_embd);
 }
 
-void Stage::ffn_block(const LayerWeights& w, int64_t n, float* hidden) {
+void Stage::ffn_block(const LayerWeights& w, int64_t n, float* hidden, std::span<const kernels::RowOrder> orders) {
   const auto& c = config_;
   const int64_t n_embd = c.n_embd, n_ff = c.n_ff;
 
@@ -154,12 +195,12 @@ void Stage::ffn_block(const LayerWeights& w, int64_t n, float* hidden) {
       {w.w_gate, gate_.data(), static_cast<size_t>(n_ff), nullptr},
       {w.w_up, up_.data(), static_cast<size_t>(n_ff), nullptr},
   };
-  matmul_.matmul(gate_up, xb_.data(), static_cast<size_t>(n_embd), n);
+  matmul_.matmul(gate_up, xb_.data(), static_cast<size_t>(n_embd), n, orders);
   // per row, as ggml does: the SIMD groups (and the libm tail) restart at every token, so a
   // token's result does not depend on the rows before it (batch invariance)
   for (int64_t t = 0; t < n; ++t)
     kernels::swiglu(gate_.data() + t * n_ff, up_.data() + t * n_ff, gate_.data() + t * n_ff, n_ff);
-  matmul_.matmul(w.w_down, gate_.data(), n, proj_.data());
+  matmul_.matmul(w.w_down, gate_.data(), n, proj_.data(), orders);
 
   // residual
   kernels::add(hidden, proj_.data(), hidden, n * n_embd);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "engine/model/kv_cache.h"
@@ -33,7 +34,15 @@ class Stage {
         const StageOptions& options, kernels::ThreadPool& pool);
 
   // hidden: [batch.size(), n_embd], replaced by the output of the last local layer.
-  // Throws baton::Error for a position outside the context or a full cache (nothing changed).
+  // When this stage holds the model's last layer, only the rows marked `output` go through that
+  // layer's FFN (as llama.cpp selects its output rows before it): the other rows come back as
+  // they left the last attention block and mean nothing. Throws baton::Error for a position
+  // outside the context or a full cache (nothing changed).
+  //
+  // Numerics (docs/NUMERICS.md): a token's summation orders depend on how many rows its own
+  // sequence has in this batch and where it is among them (kernels::row_orders: llama.cpp's
+  // single-row, batch or grouped matmul orders; >= kAttentionTiledMinRows rows: the tiled
+  // attention mode), never on other sequences.
   void forward(const TokenBatch& batch, float* hidden);
 
   void reset_sequence(uint64_t seq_id) { cache_.release(seq_id); }
@@ -50,7 +59,10 @@ class Stage {
  private:
   void attention_block(const LayerWeights& w, int64_t il_local, const TokenBatch& batch,
                        const std::vector<int>& slots, float* hidden);
-  void ffn_block(const LayerWeights& w, int64_t n_tokens, float* hidden);
+  // orders: one per token (MatmulDriver::matmul).
+  void ffn_block(const LayerWeights& w, int64_t n_tokens, float* hidden, std::span<const kernels::RowOrder> orders);
+  // The model's last layer's FFN on the output rows only (see forward()).
+  void last_ffn_block(const LayerWeights& w, const TokenBatch& batch, float* hidden);
   void ensure_scratch(int64_t n_tokens);
 
   std::shared_ptr<const gguf::GgufFile> file_;
@@ -65,6 +77,10 @@ class Stage {
   kernels::RopeConfig rope_;
   kernels::AttentionShape attn_shape_;
   std::vector<kernels::AttentionQuery> attn_queries_;
+  std::vector<int64_t> seq_rows_;     // per token: rows of its sequence in this batch
+  std::vector<kernels::RowOrder> orders_;      // per token (kernels::row_orders)
+  std::vector<kernels::RowOrder> out_orders_;  // per output row, among the output rows
+  std::vector<float> out_hidden_;     // [n_outputs, n_embd] for the last layer's FFN
 
   // scratch, resized on demand
   int64_t scratch_tokens_ = 0;

@@ -7,7 +7,9 @@
 #include <map>
 
 #include "engine/base/error.h"
+#include "engine/model/stage.h"
 #include "engine/registry/etcd_registry.h"
+#include "engine/runtime/local_model.h"
 #include "gguf/gguf_file.h"
 #include "net/auth.h"
 
@@ -35,10 +37,30 @@ bool usable(const NodeEntry& e, const std::string& identity) {
 DynamicCluster::DynamicCluster(const ClusterConfig& config, DynamicClusterOptions options)
     : config_(config), options_(std::move(options)), created_(Clock::now()) {
   if (!config_.nodes_auto) fail("{}: a dynamic cluster needs `nodes: auto`", config_.source);
-  {
-    auto file = gguf::GgufFile::open(config_.model);
-    footprint_ = ModelFootprint::from_file(*file, options_.cluster.n_ctx, options_.cluster.max_sequences);
+  file_ = gguf::GgufFile::open(config_.model);
+  footprint_ = ModelFootprint::from_file(*file_, options_.cluster.n_ctx, options_.cluster.max_sequences);
+  model_config_ = ModelConfig::from_metadata(file_->metadata());
+  tokenizer_ = tokenizer::Tokenizer::from_metadata(file_->metadata());
+  const int threads = options_.cluster.threads;
+  pool_ = std::make_unique<kernels::ThreadPool>(threads > 0 ? threads : default_thread_count());
+  head_ = std::make_unique<ModelHead>(file_, model_config_, *pool_);
+  n_ctx_ = effective_n_ctx(model_config_, options_.cluster.n_ctx);
+  for (const auto& n : config_.nodes) {
+    if (!n.layers) {
+      required_.push_back(n.id);
+      continue;
+    }
+    PinnedRange p;
+    p.record.node_id = n.id;
+    p.record.host = n.host;
+    p.record.port = n.port;
+    p.record.model_identity = footprint_.model_identity;
+    p.record.layers = {{static_cast<uint32_t>(n.layers->first), static_cast<uint32_t>(n.layers->second)}};
+    p.first = n.layers->first;
+    p.last = n.layers->second + 1;
+    pinned_.push_back(p);
   }
+  options_.cluster.threads = 1;  // each pipeline's own head is not what serves: head() is
   NodeRegistryOptions ro;
   ro.heartbeat_timeout = seconds_ms(config_.heartbeat_timeout_s);
   ro.persist_path = config_.registry_file;
@@ -57,7 +79,10 @@ DynamicCluster::~DynamicCluster() {
   stopping_ = true;
   if (watcher_.joinable()) watcher_.join();
   if (monitor_.joinable()) monitor_.join();
-  cluster_.reset();  // Goodbye to the data connections first
+  {
+    std::lock_guard lock(cluster_mutex_);
+    cluster_.reset();  // Goodbye to the data connections first
+  }
   if (control_) control_->stop();
 }
 
@@ -81,6 +106,7 @@ void DynamicCluster::monitor() {
     if (!loaded_) continue;
     for (const auto& p : plan()) {
       auto e = registry_->find(p.record.node_id);
+      if (!e && untracked(p.record.node_id)) continue;
       const NodeState now = e ? e->state : NodeState::kOffline;
       auto [it, fresh] = last.try_emplace(p.record.node_id, NodeState::kOnline);
       if (now == NodeState::kOffline && it->second != NodeState::kOffline) {
@@ -92,7 +118,7 @@ void DynamicCluster::monitor() {
       }
       if (now == NodeState::kOffline && it->second != NodeState::kOffline)
         spdlog::warn("registry event=re-plan node={} reason=\"planned node (layers {}-{}) offline: {}; cluster not "
-                     "ready; requests fail until a re-plan (when idle) or its return and a re-plan\"",
+                     "ready until a re-plan over the nodes that remain\"",
                      p.record.node_id, p.first, p.last - 1, e ? e->reason : "unknown");
       else if (now != NodeState::kOffline && it->second == NodeState::kOffline)
         spdlog::info("registry event=node-back node={} reason=\"planned node online again\"", p.record.node_id);
@@ -106,14 +132,19 @@ std::vector<PlannedNode> DynamicCluster::saved_plan_if_complete(const std::vecto
   if (!saved || saved->model_identity != footprint_.model_identity || saved->n_ctx != footprint_.n_ctx ||
       saved->max_sequences != footprint_.max_sequences || saved->ranges.empty())
     return {};
+  std::vector<NodeRecord> present;  // the online nodes and the pinned ones
+  for (const auto& e : online) present.push_back(e.record);
+  for (const auto& p : pinned_)
+    if (std::none_of(present.begin(), present.end(), [&](const NodeRecord& r) { return r.node_id == p.record.node_id; }))
+      present.push_back(p.record);
   std::vector<PlannedNode> plan;
   int64_t next = 0;
   for (const auto& r : saved->ranges) {
-    auto it = std::find_if(online.begin(), online.end(), [&](const NodeEntry& e) { return e.record.node_id == r.node_id; });
-    if (it == online.end() || r.first != next || it->record.layers.empty() ||
-        it->record.layers[0].first > r.first || it->record.layers[0].last + 1 < r.last)
+    auto it = std::find_if(present.begin(), present.end(), [&](const NodeRecord& n) { return n.node_id == r.node_id; });
+    if (it == present.end() || r.first != next || it->layers.empty() || it->layers[0].first > r.first ||
+        it->layers[0].last + 1 < r.last)
       return {};
-    plan.push_back({it->record, r.first, r.last, range_bytes(footprint_, options_.planner, r.first, r.last)});
+    plan.push_back({*it, r.first, r.last, range_bytes(footprint_, options_.planner, r.first, r.last)});
     next = r.last;
   }
   if (next != footprint_.n_layer) return {};
@@ -132,7 +163,13 @@ std::vector<NodeEntry> DynamicCluster::wait_for_nodes() {
       if (usable(e, footprint_.model_identity)) online.push_back(e);
     if (online.size() != last_count) last_change = Clock::now(), last_count = online.size();
     if (have_saved && !saved_plan_if_complete(online).empty()) return online;
-    const bool enough = online.size() >= static_cast<size_t>(config_.min_nodes);
+    size_t count = online.size();  // pinned nodes count whether they joined or not
+    for (const auto& p : pinned_) count += untracked(p.record.node_id) ? 1 : 0;
+    std::vector<std::string> absent;  // required members not online yet
+    for (const auto& id : required_)
+      if (std::none_of(online.begin(), online.end(), [&](const NodeEntry& e) { return e.record.node_id == id; }))
+        absent.push_back(id);
+    const bool enough = count >= static_cast<size_t>(config_.min_nodes) && absent.empty();
     if (enough && !have_saved && Clock::now() - last_change >= options_.settle) return online;
     if (Clock::now() >= deadline) {
       if (enough) {
@@ -144,9 +181,10 @@ std::vector<NodeEntry> DynamicCluster::wait_for_nodes() {
       for (const auto& e : registry_->entries())
         seen.push_back(fmt::format("{} ({}{})", e.record.node_id, to_string(e.state),
                                    e.record.model_identity == footprint_.model_identity ? "" : ", other model"));
-      fail("{}: waited {} s for {} node(s) to join {}:{}; {} usable: {}", config_.source, config_.join_timeout_s,
-           config_.min_nodes, config_.master_host, control_port(), online.size(),
-           seen.empty() ? std::string("none registered") : fmt::format("{}", fmt::join(seen, ", ")));
+      fail("{}: waited {} s for {} node(s) to join {}:{}{}; {} usable: {}", config_.source, config_.join_timeout_s,
+           config_.min_nodes, config_.master_host, control_port(),
+           absent.empty() ? std::string() : fmt::format(" (listed nodes missing: {})", fmt::join(absent, ", ")),
+           online.size(), seen.empty() ? std::string("none registered") : fmt::format("{}", fmt::join(seen, ", ")));
     }
     version = registry_->wait_for_change(version, 50ms);
   }
@@ -159,7 +197,7 @@ void DynamicCluster::start() {
   if (plan.empty()) {
     std::vector<NodeRecord> records;
     for (const auto& e : online) records.push_back(e.record);
-    plan = plan_nodes(records, footprint_, options_.planner);
+    plan = plan_over(records);
     spdlog::info("registry event=planned nodes={} reason=\"{} usable node(s)\"", plan.size(), online.size());
   } else {
     spdlog::info("registry event=planned nodes={} reason=\"re-using the saved plan: every node is back\"", plan.size());
@@ -189,12 +227,18 @@ void DynamicCluster::load(const std::vector<PlannedNode>& plan) {
     registry_->set_state(n.id, NodeState::kLoading, fmt::format("loading layers {}-{}", p.first, p.last - 1));
   }
   spdlog::info("registry event=load-prepare nodes={}", plan.size());
+  std::unique_ptr<pipeline::Cluster> fresh;
   try {
-    cluster_ = std::make_unique<pipeline::Cluster>(c, options_.cluster);
+    fresh = std::make_unique<pipeline::Cluster>(c, options_.cluster);
   } catch (const std::exception& e) {
     for (const auto& p : plan) registry_->set_state(p.record.node_id, NodeState::kOnline, "load rolled back");
     spdlog::error("registry event=load-rolled-back reason=\"{}\"", e.what());
+    set_replan_error(fmt::format("loading the plan failed: {}", e.what()));
     throw;
+  }
+  {
+    std::lock_guard lock(cluster_mutex_);
+    cluster_ = std::move(fresh);
   }
   for (const auto& p : plan) registry_->set_state(p.record.node_id, NodeState::kOnline, "load committed");
   spdlog::info("registry event=load-committed nodes={}", plan.size());
@@ -204,31 +248,82 @@ void DynamicCluster::load(const std::vector<PlannedNode>& plan) {
   loaded_ = true;
 }
 
-bool DynamicCluster::replan_wanted() const {
-  const auto plan = this->plan();
+bool DynamicCluster::untracked(const std::string& node_id) const {
+  return std::any_of(pinned_.begin(), pinned_.end(), [&](const PinnedRange& p) { return p.record.node_id == node_id; }) &&
+         !registry_->find(node_id);
+}
+
+std::vector<PlannedNode> DynamicCluster::plan_over(const std::vector<NodeRecord>& records) const {
+  std::vector<PinnedRange> pins = pinned_;
+  for (auto& p : pins)
+    for (const auto& r : records)
+      if (r.node_id == p.record.node_id) p.record = r;
+  return plan_around(pins, records, footprint_, options_.planner);
+}
+
+std::vector<NodeRecord> DynamicCluster::usable_records() const {
+  std::vector<NodeRecord> records;
+  for (const auto& e : registry_->entries())
+    if (usable(e, footprint_.model_identity)) records.push_back(e.record);
+  return records;
+}
+
+void DynamicCluster::set_replan_error(const std::string& error) {
+  std::lock_guard lock(plan_mutex_);
+  replan_error_ = error;
+}
+
+bool DynamicCluster::lost_planned_node() const {
+  if (!loaded_) return true;
   {
     std::lock_guard lock(plan_mutex_);
     if (!broken_.empty()) return true;
   }
+  for (const auto& p : plan()) {
+    auto e = registry_->find(p.record.node_id);
+    if (!e && untracked(p.record.node_id)) continue;
+    if (!e || e->state == NodeState::kOffline) return true;
+  }
+  return false;
+}
+
+bool DynamicCluster::replan_wanted() const {
+  if (lost_planned_node()) return true;
+  const auto plan = this->plan();
   for (const auto& e : registry_->entries()) {
     const bool planned =
         std::any_of(plan.begin(), plan.end(), [&](const PlannedNode& p) { return p.record.node_id == e.record.node_id; });
-    if (planned && e.state == NodeState::kOffline) return true;
     if (!planned && usable(e, footprint_.model_identity)) return true;
   }
   return false;
 }
 
 bool DynamicCluster::replan() {
-  std::vector<NodeRecord> records;
-  for (const auto& e : registry_->entries())
-    if (usable(e, footprint_.model_identity)) records.push_back(e.record);
-  auto next = plan_nodes(records, footprint_, options_.planner);
   const auto current = plan();
-  std::string broken;
-  {
-    std::lock_guard lock(plan_mutex_);
-    broken = broken_;
+  const bool lost = lost_planned_node();
+  // What went wrong with the current pipeline, naming the nodes (for the error and the log).
+  std::vector<std::string> gone;
+  for (const auto& p : current) {
+    auto e = registry_->find(p.record.node_id);
+    if (!e && untracked(p.record.node_id)) continue;
+    if (!e || e->state == NodeState::kOffline)
+      gone.push_back(fmt::format("node {} (layers {}-{}) is offline{}", p.record.node_id, p.first, p.last - 1,
+                                 e && !e->reason.empty() ? " (" + e->reason + ")" : ""));
+  }
+  const auto records = usable_records();
+  std::vector<PlannedNode> next;
+  try {
+    next = plan_over(records);
+  } catch (const std::exception& e) {
+    const std::string why = fmt::format("re-planning over the {} usable online node(s) failed: {}", records.size(), e.what());
+    std::string previous;
+    {
+      std::lock_guard lock(plan_mutex_);
+      previous = std::exchange(replan_error_, why);
+    }
+    if (previous != why) spdlog::error("registry event=re-plan-failed reason=\"{}\"", why);
+    if (gone.empty()) fail("{}", why);
+    fail("{}; {}", fmt::join(gone, "; "), why);
   }
   auto same = [&] {
     if (next.size() != current.size()) return false;
@@ -238,23 +333,87 @@ bool DynamicCluster::replan() {
         return false;
     return true;
   };
-  if (same() && broken.empty() && loaded_) return false;
+  if (same() && !lost) {
+    set_replan_error("");
+    return false;
+  }
   std::vector<std::string> kept;
   for (const auto& n : next)
     for (const auto& c : current)
       if (n.record.node_id == c.record.node_id && n.first == c.first && n.last == c.last) kept.push_back(n.record.node_id);
-  spdlog::info("registry event=re-plan nodes={} reason=\"{} -> {} node(s); unchanged ranges (re-adopted, no reload): "
+  spdlog::info("registry event=re-plan nodes={} reason=\"{}{} -> {} node(s); unchanged ranges (re-adopted, no reload): "
                "{}\"",
-               next.size(), current.size(), next.size(), kept.empty() ? std::string("none") : fmt::format("{}", fmt::join(kept, ", ")));
+               next.size(), gone.empty() ? std::string() : fmt::format("{}; ", fmt::join(gone, "; ")), current.size(),
+               next.size(), kept.empty() ? std::string("none") : fmt::format("{}", fmt::join(kept, ", ")));
   loaded_ = false;
-  cluster_.reset();  // Goodbye on the old data connections; joined workers keep their layers
+  std::unique_ptr<pipeline::Cluster> old;
+  {
+    std::lock_guard lock(cluster_mutex_);
+    old = std::move(cluster_);
+  }
+  old.reset();  // Goodbye on the old data connections; joined workers keep their layers
   {
     std::lock_guard lock(plan_mutex_);
     plan_ = next;
     broken_.clear();
   }
   load(next);
+  set_replan_error("");
   return true;
+}
+
+bool DynamicCluster::recover(const std::string& error) {
+  // The registry usually knows at once (a killed worker's control connection drops with its
+  // data connection); a silent node takes the heartbeat timeout.
+  const auto deadline = Clock::now() + seconds_ms(config_.heartbeat_timeout_s) + 1s;
+  uint64_t seen = registry_->version();
+  while (!lost_planned_node()) {
+    if (Clock::now() >= deadline) return false;
+    seen = registry_->wait_for_change(seen, 100ms);
+  }
+  spdlog::warn("registry event=re-plan reason=\"a forward pass failed ({}); re-planning over the nodes that remain\"",
+               error);
+  replan();
+  return true;
+}
+
+void DynamicCluster::Runner::forward(const TokenBatch& batch, std::vector<float>& hidden, std::vector<float>& out_rows) {
+  current().forward(batch, hidden, out_rows);
+}
+
+void DynamicCluster::Runner::reset_sequence(uint64_t seq_id) { current().reset_sequence(seq_id); }
+
+int DynamicCluster::Runner::max_in_flight() const {
+  return owner_.cluster_ ? owner_.cluster_->layers().max_in_flight() : 1;
+}
+
+void DynamicCluster::Runner::submit(const TokenBatch& batch, std::vector<float>& hidden) {
+  current().submit(batch, hidden);
+}
+
+void DynamicCluster::Runner::finish(std::vector<float>& out_rows) { current().finish(out_rows); }
+
+LayerRunner& DynamicCluster::Runner::current() const {
+  if (!owner_.cluster_) {
+    std::string why;
+    {
+      std::lock_guard lock(owner_.plan_mutex_);
+      why = owner_.replan_error_;
+    }
+    fail("the cluster has no loaded pipeline: {}", why.empty() ? std::string("not started") : why);
+  }
+  return owner_.cluster_->layers();
+}
+
+std::vector<NodePlan> DynamicCluster::node_plan() const {
+  std::lock_guard lock(cluster_mutex_);
+  return cluster_ ? cluster_->plan() : std::vector<NodePlan>{};
+}
+
+std::optional<pipeline::ClusterMetrics> DynamicCluster::metrics() const {
+  std::lock_guard lock(cluster_mutex_);
+  if (!cluster_) return std::nullopt;
+  return cluster_->metrics();
 }
 
 pipeline::Cluster& DynamicCluster::cluster() {
@@ -301,6 +460,10 @@ api::ClusterViewSnapshot DynamicCluster::snapshot() const {
     auto it = std::find_if(entries.begin(), entries.end(), [&](const NodeEntry& e) { return e.record.node_id == p.record.node_id; });
     NodeEntry missing;
     missing.record = p.record;
+    if (untracked(p.record.node_id)) {  // pinned, never registered: as good as its pipeline
+      missing.state = loaded_ ? NodeState::kOnline : NodeState::kLoading;
+      missing.reason = "listed with fixed layers (not registered)";
+    }
     api::NodeView v = view_of(it != entries.end() ? *it : missing);
     v.first_layer = p.first;
     v.last_layer = p.last - 1;
@@ -314,19 +477,21 @@ api::ClusterViewSnapshot DynamicCluster::snapshot() const {
     if (std::none_of(plan.begin(), plan.end(), [&](const PlannedNode& p) { return p.record.node_id == e.record.node_id; }))
       s.nodes.push_back(view_of(e));
   s.layers_covered = !plan.empty() && problems.empty();
-  std::string broken;
+  std::string broken, replan_error;
   {
     std::lock_guard lock(plan_mutex_);
     broken = broken_;
+    replan_error = replan_error_;
   }
   s.ready = loaded_ && s.layers_covered && broken.empty();
   if (!loaded_)
     s.detail = plan.empty() ? fmt::format("waiting for workers to register ({} known)", entries.size())
-                            : "loading the planned layers";
+                            : replan_error.empty() ? "loading the planned layers" : replan_error;
   else if (!problems.empty())
     s.detail = fmt::format("{}", fmt::join(problems, "; "));
   else if (!broken.empty())
     s.detail = broken;
+  if (!s.ready && loaded_ && !replan_error.empty()) s.detail += "; " + replan_error;
   return s;
 }
 

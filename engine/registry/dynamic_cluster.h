@@ -10,33 +10,44 @@
 // layers (engine-worker --join keeps them when the coordinator goes away) answer Prepare at
 // once, so the cluster serves again without reloading (serve_again_ms() measures it).
 //
-// Change while idle: replan_wanted() says when a usable node is not in the plan or a planned
-// node went offline; replan() then loads the new plan through the same two-phase load, where
-// workers whose range (and model, n_ctx, slots) did not change re-adopt it without reloading,
-// so only the changed ranges load. The caller must be idle: cluster() is replaced.
-// Not done: resuming in-flight requests on a new plan; fixed + dynamic nodes mixed.
-// Thread-safety: snapshot() from any thread; the rest from the owning thread.
+// Change and failure: replan() loads a new plan over the usable online nodes through the same
+// two-phase load, where workers whose range (and model, n_ctx, slots) did not change re-adopt
+// it without reloading, so only the changed ranges load. recover() is the same after a failed
+// forward pass whose cause is a planned node going offline. The embeddings, output head and
+// tokenizer (head(), tokenizer()) and the runner (layers()) stay valid across re-plans, so a
+// serving scheduler keeps them and only rebuilds its sequences' caches (engine/api/served_model).
+// Mixed topology (a node list with an `auto` entry): listed nodes with layers are pinned to them
+// (planned around, see plan_around; they need not join), listed nodes without layers are
+// required before the first plan, and every other worker that joins is planned too.
+// Thread-safety: snapshot(), metrics(), node_plan(), replan_wanted(), lost_planned_node() from
+// any thread; start(), replan(), recover() and the runner from one thread at a time, with no
+// forward pass in flight for replan()/recover() (cluster() is replaced).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/api/cluster_view.h"
 #include "engine/cluster/cluster_config.h"
+#include "engine/model/model_head.h"
 #include "engine/pipeline/cluster.h"
 #include "engine/registry/control_listener.h"
 #include "engine/registry/node_registry.h"
 #include "engine/registry/planner.h"
+#include "engine/runtime/layer_runner.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "kernels/thread_pool.h"
 
 namespace baton::registry {
 
 struct DynamicClusterOptions {
-  pipeline::ClusterOptions cluster;  // threads, n_ctx, slots (max_sequences) ...
+  pipeline::ClusterOptions cluster;  // threads (for head()), n_ctx, slots (max_sequences) ...
   PlannerOptions planner;
   // After min_nodes registered, wait until no new node joined for this long before planning.
   std::chrono::milliseconds settle{300};
@@ -54,26 +65,74 @@ class DynamicCluster : public api::ClusterView {
   // nodes (which registered), not enough memory (how much), a failed load (which node, why).
   void start();
 
-  pipeline::Cluster& cluster();  // after start() (replaced by replan())
+  pipeline::Cluster& cluster();  // after start() (replaced by replan(); throws when not loaded)
 
-  // True when a usable online node is not in the plan, or a planned node went offline.
+  // The coordinator's part of the model, valid for the object's lifetime (not per pipeline).
+  ModelHead& head() { return *head_; }
+  const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
+  const std::shared_ptr<const gguf::GgufFile>& file() const { return file_; }
+  const ModelConfig& model_config() const { return model_config_; }
+  int64_t n_ctx() const { return n_ctx_; }
+  // The layers of whatever pipeline is loaded now, valid for the object's lifetime: forwards to
+  // cluster().layers(); with none loaded it throws baton::Error saying why.
+  LayerRunner& layers() { return runner_; }
+
+  // True when a usable online node is not in the plan, a planned node went offline, or no
+  // pipeline is loaded.
   bool replan_wanted() const;
-  // Idle only. Plans over the usable online nodes; when that differs from the current plan,
-  // drops the current pipeline and loads the new plan (unchanged ranges are re-adopted by their
-  // workers). Returns whether the plan changed. Throws like start() when no plan fits (the
-  // cluster then stays not ready; call again after more nodes joined).
+  // True when a planned node is offline (or no pipeline is loaded): the pipeline cannot serve.
+  bool lost_planned_node() const;
+  // No forward pass in flight. Plans over the usable online nodes; when that differs from the
+  // current plan (or the pipeline is broken), drops the current pipeline and loads the new plan
+  // (unchanged ranges are re-adopted by their workers: their KV caches are cleared). Returns
+  // whether a pipeline was (re)loaded. Throws like start() when no plan fits, naming the lost
+  // node and how much memory is missing (the cluster then stays not ready, snapshot().detail
+  // says why; call again after more nodes joined).
   bool replan();
+  // After a forward pass failed with `error`: waits up to the heartbeat timeout + 1 s for the
+  // registry to show a planned node offline, then replan()s. Returns true when a new pipeline
+  // is loaded (every KV cache is lost: rebuild the sequences), false when no planned node went
+  // offline (the failure was something else). Throws like replan().
+  bool recover(const std::string& error);
+
   NodeRegistry& registry() { return *registry_; }
   uint16_t control_port() const;  // 0 with an etcd registry
   std::vector<PlannedNode> plan() const;
   std::string plan_table() const;
+  // The loaded pipeline's plan and measurements (empty / nullopt when none is loaded).
+  std::vector<NodePlan> node_plan() const;
+  std::optional<pipeline::ClusterMetrics> metrics() const;
   bool readopted() const { return readopted_; }  // start() reused the saved plan
   double serve_again_ms() const { return serve_ms_; }  // construction -> loaded
 
   api::ClusterViewSnapshot snapshot() const override;
 
  private:
+  // Forwards to the current pipeline's RemoteLayers (see layers()).
+  class Runner : public LayerRunner {
+   public:
+    explicit Runner(DynamicCluster& owner) : owner_(owner) {}
+    void forward(const TokenBatch& batch, std::vector<float>& hidden, std::vector<float>& out_rows) override;
+    void reset_sequence(uint64_t seq_id) override;
+    int64_t n_ctx() const override { return owner_.n_ctx_; }
+    int max_in_flight() const override;
+    void submit(const TokenBatch& batch, std::vector<float>& hidden) override;
+    void finish(std::vector<float>& out_rows) override;
+
+   private:
+    LayerRunner& current() const;
+    DynamicCluster& owner_;
+  };
+
   std::vector<NodeEntry> wait_for_nodes();
+  std::vector<NodeRecord> usable_records() const;
+  // The plan over `records` around the pinned nodes (each pinned node's registered record
+  // replaces its YAML one when it joined).
+  std::vector<PlannedNode> plan_over(const std::vector<NodeRecord>& records) const;
+  // A pinned node that never registered: not tracked by the registry (its loss shows as a
+  // failed forward pass, like a static cluster's node).
+  bool untracked(const std::string& node_id) const;
+  void set_replan_error(const std::string& error);
   std::vector<PlannedNode> saved_plan_if_complete(const std::vector<NodeEntry>& online) const;
   void load(const std::vector<PlannedNode>& plan);
   void watch_backend();
@@ -89,9 +148,20 @@ class DynamicCluster : public api::ClusterView {
   std::atomic<bool> stopping_{false};
   std::thread watcher_;
   ModelFootprint footprint_;
+  std::vector<PinnedRange> pinned_;     // mixed topology: listed nodes with layers
+  std::vector<std::string> required_;   // mixed topology: listed nodes without layers (must join)
+  std::shared_ptr<const gguf::GgufFile> file_;
+  ModelConfig model_config_;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+  std::unique_ptr<kernels::ThreadPool> pool_;
+  std::unique_ptr<ModelHead> head_;
+  int64_t n_ctx_ = 0;
+  Runner runner_{*this};
   mutable std::mutex plan_mutex_;
   std::vector<PlannedNode> plan_;  // guarded by plan_mutex_
   std::string broken_;             // guarded by plan_mutex_: why the loaded pipeline cannot serve
+  std::string replan_error_;       // guarded by plan_mutex_: why the last re-plan or load failed
+  mutable std::mutex cluster_mutex_;  // guards the cluster_ pointer against metrics()/node_plan()
   std::unique_ptr<pipeline::Cluster> cluster_;
   std::atomic<bool> loaded_{false};
   bool readopted_ = false;

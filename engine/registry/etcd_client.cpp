@@ -3,6 +3,7 @@
 // streaming endpoints (keepalive, watch) wrap each message as {"result": ...} or {"error": ...}.
 #include "engine/registry/etcd_client.h"
 
+#include <fcntl.h>
 #include <httplib.h>
 
 #include <algorithm>
@@ -89,6 +90,8 @@ void set_timeouts(httplib::Client& client, std::chrono::milliseconds connect,
   client.set_read_timeout(read);
   client.set_write_timeout(connect);
   client.set_keep_alive(false);
+  // Close-on-exec, so that a worker spawning processes does not leak its etcd connections.
+  client.set_socket_options([](socket_t fd) { ::fcntl(fd, F_SETFD, FD_CLOEXEC); });
 }
 
 // Where a failure happened: "etcd http://127.0.0.1:2379/v3/kv/put (put /baton/nodes/w1)".

@@ -67,6 +67,15 @@ void EtcdRegistry::keep_alive() {
     fail("etcd registry: {} was deleted from {}; announce again", key_, client_.base_url());
 }
 
+void EtcdRegistry::update(const NodeRecord& node) {
+  std::string value = node_record_to_text(node);
+  std::lock_guard lock(worker_mutex_);
+  if (key_.empty()) fail("etcd registry: update() before announce()");
+  if (key_ != nodes_prefix_ + node.node_id)
+    fail("etcd registry: update() of node '{}' but {} was announced", node.node_id, key_);
+  client_.put(key_, value, lease_);  // fails (lease not found) when the lease expired
+}
+
 void EtcdRegistry::withdraw() {
   std::lock_guard lock(worker_mutex_);
   if (key_.empty()) return;

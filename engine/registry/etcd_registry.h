@@ -33,6 +33,8 @@ class EtcdRegistry : public RegistryBackend {
   void announce(const NodeRecord& node, std::chrono::seconds ttl) override;
   // Throws baton::Error if nothing was announced, the lease expired or the key was deleted.
   void keep_alive() override;
+  // A put of the record under the current lease; its node id must be the announced one.
+  void update(const NodeRecord& node) override;
   void withdraw() override;
 
   // Entries whose value is not a valid record, or whose record's node_id differs from the

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <cmath>
 
 #include "engine/base/error.h"
 #include "net/node.h"
@@ -169,15 +170,34 @@ class BackendJoin : public Membership {
   std::chrono::seconds ttl() const {
     return std::max<std::chrono::seconds>(1s, std::chrono::duration_cast<std::chrono::seconds>(interval_ * 3 + 999ms));
   }
+  // Whether `now` differs enough from the record last written to be worth a put (each put
+  // wakes the coordinator's watch): any field but memory and load, free memory by 1 % of the
+  // total or 64 MiB, load by 0.1.
+  static bool worth_update(const NodeRecord& last, NodeRecord now) {
+    const uint64_t mem_step = std::max<uint64_t>(64ull << 20, last.memory_total / 100);
+    const uint64_t d_mem = now.memory_free > last.memory_free ? now.memory_free - last.memory_free
+                                                              : last.memory_free - now.memory_free;
+    if (d_mem >= mem_step || std::abs(now.load - last.load) >= 0.1f) return true;
+    now.memory_free = last.memory_free;
+    now.load = last.load;
+    return !(now == last);
+  }
+
   void run() {
     while (!stopper_.requested()) {
       try {
         if (!announced_) {
-          backend_->announce(status_(), ttl());
+          last_ = status_();
+          backend_->announce(last_, ttl());
           announced_ = true;
           spdlog::info("announced to the registry (ttl {} s)", ttl().count());
         } else {
           backend_->keep_alive();
+          auto now = status_();
+          if (worth_update(last_, now)) {
+            backend_->update(now);
+            last_ = now;
+          }
         }
       } catch (const std::exception& e) {
         spdlog::warn("registry: {} failed (retrying): {}", announced_ ? "keep-alive" : "announce", e.what());
@@ -190,6 +210,7 @@ class BackendJoin : public Membership {
   std::unique_ptr<RegistryBackend> backend_;
   std::chrono::milliseconds interval_;
   StatusFn status_;
+  NodeRecord last_;  // what the entry holds now
   std::atomic<bool> announced_{false};
   Stopper stopper_;
   std::atomic<bool> stopped_{false};

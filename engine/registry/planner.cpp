@@ -154,6 +154,81 @@ std::vector<PlannedNode> plan_nodes(const std::vector<NodeRecord>& nodes, const 
   return plan;
 }
 
+std::vector<PlannedNode> plan_around(const std::vector<PinnedRange>& pinned, const std::vector<NodeRecord>& nodes,
+                                     const ModelFootprint& model, const PlannerOptions& options) {
+  if (pinned.empty()) return plan_nodes(nodes, model, options);
+  std::vector<PinnedRange> fixed = pinned;
+  std::sort(fixed.begin(), fixed.end(), [](const PinnedRange& a, const PinnedRange& b) { return a.first < b.first; });
+  for (size_t i = 0; i < fixed.size(); ++i) {
+    const auto& p = fixed[i];
+    if (p.first < 0 || p.last > model.n_layer || p.first >= p.last)
+      fail("plan: node {} is pinned to layers {}-{}, outside the model's 0-{}", p.record.node_id, p.first, p.last - 1,
+           model.n_layer - 1);
+    if (i > 0 && fixed[i - 1].last > p.first)
+      fail("plan: nodes {} (layers {}-{}) and {} (layers {}-{}) are pinned to overlapping layers",
+           fixed[i - 1].record.node_id, fixed[i - 1].first, fixed[i - 1].last - 1, p.record.node_id, p.first,
+           p.last - 1);
+  }
+  std::vector<NodeRecord> free_nodes;
+  for (const auto& r : nodes)
+    if (std::none_of(fixed.begin(), fixed.end(), [&](const PinnedRange& p) { return p.record.node_id == r.node_id; }))
+      free_nodes.push_back(r);
+
+  std::vector<std::pair<int64_t, int64_t>> gaps;  // [first, last) not pinned, in layer order
+  int64_t at = 0;
+  for (const auto& p : fixed) {
+    if (p.first > at) gaps.push_back({at, p.first});
+    at = p.last;
+  }
+  if (at < model.n_layer) gaps.push_back({at, model.n_layer});
+  int64_t gap_layers = 0;
+  for (const auto& [g0, g1] : gaps) gap_layers += g1 - g0;
+
+  std::vector<PlannedNode> plan;
+  // Plans [g0, g1) as a model of its own (the footprint's slice, each node's servable range
+  // clipped and shifted) over a share of the nodes left, in proportion to the gap's layers, so
+  // that later gaps keep nodes; the nodes it uses are not offered to later gaps.
+  auto plan_gap = [&](int64_t g0, int64_t g1) {
+    ModelFootprint part = model;
+    part.n_layer = g1 - g0;
+    part.layer_bytes.assign(model.layer_bytes.begin() + g0, model.layer_bytes.begin() + g1);
+    const bool last_gap = g1 - g0 == gap_layers;
+    const size_t share = last_gap ? free_nodes.size()
+                                  : std::max<size_t>(1, static_cast<size_t>(std::lround(
+                                                            static_cast<double>(free_nodes.size()) *
+                                                            static_cast<double>(g1 - g0) / static_cast<double>(gap_layers))));
+    gap_layers -= g1 - g0;
+    std::vector<NodeRecord> shifted;
+    for (const auto& r : free_nodes) {
+      if (r.layers.empty() || shifted.size() >= share) continue;
+      const int64_t f = std::max<int64_t>(r.layers[0].first, g0), l = std::min<int64_t>(r.layers[0].last + 1, g1);
+      if (f >= l) continue;
+      NodeRecord s = r;
+      s.layers = {{static_cast<uint32_t>(f - g0), static_cast<uint32_t>(l - 1 - g0)}};
+      shifted.push_back(s);
+    }
+    std::vector<PlannedNode> got;
+    try {
+      got = plan_nodes(shifted, part, options);
+    } catch (const Error& e) {
+      fail("plan: layers {}-{} (around the pinned nodes): {}", g0, g1 - 1, e.what());
+    }
+    for (auto& p : got) {
+      p.first += g0;
+      p.last += g0;
+      p.record = *std::find_if(free_nodes.begin(), free_nodes.end(),
+                               [&](const NodeRecord& r) { return r.node_id == p.record.node_id; });
+      p.bytes_needed = range_bytes(model, options, p.first, p.last);
+      std::erase_if(free_nodes, [&](const NodeRecord& r) { return r.node_id == p.record.node_id; });
+      plan.push_back(std::move(p));
+    }
+  };
+  for (const auto& [g0, g1] : gaps) plan_gap(g0, g1);
+  for (const auto& p : fixed) plan.push_back({p.record, p.first, p.last, range_bytes(model, options, p.first, p.last)});
+  std::sort(plan.begin(), plan.end(), [](const PlannedNode& a, const PlannedNode& b) { return a.first < b.first; });
+  return plan;
+}
+
 std::string format_plan_table(const std::vector<PlannedNode>& plan, const std::string& coordinator_address) {
   std::string out = "| id | address | memory | layers | port | role |\n|---|---|---|---|---|---|\n";
   const auto colon = coordinator_address.rfind(':');

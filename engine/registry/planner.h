@@ -53,6 +53,20 @@ uint64_t range_bytes(const ModelFootprint& model, const PlannerOptions& options,
 std::vector<PlannedNode> plan_nodes(const std::vector<NodeRecord>& nodes, const ModelFootprint& model,
                                     const PlannerOptions& options = {});
 
+// A node whose layer range is fixed by the YAML (a mixed topology): it gets exactly [first, last).
+struct PinnedRange {
+  NodeRecord record;            // from its registration, or id/host/port from the YAML
+  int64_t first = 0, last = 0;  // [first, last)
+};
+
+// Mixed topology: the layers outside the pinned ranges are planned over `nodes` (gap by gap in
+// layer order, like plan_nodes on that part of the model; a node serves at most one gap), and the
+// whole plan is returned in layer order. Pinned ranges must not overlap (baton::Error naming the
+// nodes); a gap no node can take throws like plan_nodes, naming the gap. Nodes that are also
+// pinned are not planned again.
+std::vector<PlannedNode> plan_around(const std::vector<PinnedRange>& pinned, const std::vector<NodeRecord>& nodes,
+                                     const ModelFootprint& model, const PlannerOptions& options = {});
+
 // The plan as a Markdown table: | id | address | memory | layers | port | role |, with the
 // coordinator's row first (memory "-", layers "embeddings, head").
 std::string format_plan_table(const std::vector<PlannedNode>& plan, const std::string& coordinator_address);

@@ -26,6 +26,9 @@ class RegistryBackend {
   // Refreshes the lease of the announced entry (call every ttl/3). Throws baton::Error when
   // the entry is gone (then announce() again).
   virtual void keep_alive() = 0;
+  // Rewrites the announced entry with a fresher record (free memory, load) under the same
+  // lease. Throws baton::Error when nothing is announced or the lease is gone (announce again).
+  virtual void update(const NodeRecord& node) = 0;
   // Deletes this node's entry at once (clean shutdown). No-op if never announced.
   virtual void withdraw() = 0;
 

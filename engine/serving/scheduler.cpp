@@ -1,6 +1,7 @@
 #include "engine/serving/scheduler.h"
 
 #include <algorithm>
+#include <future>
 
 #include "engine/serving/sequence.h"
 
@@ -17,6 +18,12 @@ struct Scheduler::Pass {
   TokenBatch batch;
   std::vector<float> hidden;  // [batch.size(), n_embd]
   std::vector<Part> parts;    // in batch order
+};
+
+// run_exclusive()'s task, handed to the scheduler thread.
+struct Scheduler::Exclusive {
+  const std::function<bool()>* fn;
+  std::promise<bool> done;
 };
 
 namespace {
@@ -74,6 +81,7 @@ std::shared_ptr<RequestHandle> Scheduler::submit(CompletionRequest request) {
   {
     std::lock_guard lock(mutex_);
     if (stopping_) fail("the server is shutting down");
+    if (!unavailable_.empty()) fail<UnavailableError>("{}", unavailable_);
     const size_t running = static_cast<size_t>(stats_.active), waiting = queue_.size();
     if (running + waiting >= static_cast<size_t>(options_.slots) + static_cast<size_t>(options_.queue_limit)) {
       ++stats_.rejected;
@@ -88,12 +96,64 @@ std::shared_ptr<RequestHandle> Scheduler::submit(CompletionRequest request) {
   return handle;
 }
 
+void Scheduler::set_runner_repair(RunnerRepair repair) {
+  std::lock_guard lock(mutex_);
+  repair_ = std::move(repair);
+}
+
+void Scheduler::set_unavailable(const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  unavailable_ = reason;
+}
+
+bool Scheduler::run_exclusive(const std::function<bool()>& fn) {
+  if (std::this_thread::get_id() == thread_.get_id()) fail("Scheduler::run_exclusive called on the scheduler thread");
+  Exclusive task{&fn, {}};
+  auto result = task.done.get_future();
+  {
+    std::unique_lock lock(mutex_);
+    wake_.wait(lock, [&] { return stopping_ || exclusive_ == nullptr; });
+    if (stopping_) fail("the server is shutting down");
+    exclusive_ = &task;
+  }
+  wake_.notify_all();
+  return result.get();  // shut_down() fails a task it did not run
+}
+
+void Scheduler::run_exclusive_task() {
+  while (!passes_.empty()) finish_oldest_pass();  // new passes wait; a failure clears them
+  Exclusive* task = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    task = exclusive_;
+  }
+  try {
+    const bool lost = (*task->fn)();
+    if (lost) rebuild_active();
+    task->done.set_value(lost);
+  } catch (...) {
+    task->done.set_exception(std::current_exception());
+  }
+  {
+    std::lock_guard lock(mutex_);
+    exclusive_ = nullptr;
+  }
+  wake_.notify_all();
+}
+
 void Scheduler::run() {
   for (;;) {
+    bool exclusive = false;
     {
       std::unique_lock lock(mutex_);
-      if (active_.empty() && passes_.empty()) wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (active_.empty() && passes_.empty())
+        wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || exclusive_ != nullptr; });
       if (stopping_) break;
+      exclusive = exclusive_ != nullptr;
+    }
+    if (exclusive) {
+      run_exclusive_task();
+      continue;
     }
     admit();
     drop_cancelled();
@@ -188,7 +248,7 @@ void Scheduler::submit_passes() {
       std::lock_guard lock(mutex_);
       stats_.forward_seconds += seconds_since(t0);
     } catch (const std::exception& e) {
-      fail_all(e.what());
+      runner_failed(e.what());
       return;
     }
     for (const auto& part : pass->parts) {
@@ -222,7 +282,7 @@ void Scheduler::finish_oldest_pass() {
     logits_.resize(n_outputs * static_cast<size_t>(n_vocab_));
     if (n_outputs > 0) head_.logits(out_rows_.data(), static_cast<int64_t>(n_outputs), logits_.data());
   } catch (const std::exception& e) {
-    fail_all(e.what());
+    runner_failed(e.what());
     return;
   }
 
@@ -280,6 +340,38 @@ void Scheduler::fail_all(const std::string& error) {
   remove_ended();
 }
 
+void Scheduler::runner_failed(const std::string& error) {
+  passes_.clear();  // after a failure every unfinished pass is lost
+  for (auto& seq : active_) seq->in_flight = false;
+  RunnerRepair repair;
+  {
+    std::lock_guard lock(mutex_);
+    repair = repair_;
+  }
+  std::string message = error;
+  if (repair && !active_.empty()) {
+    try {
+      if (repair(error)) {
+        rebuild_active();
+        return;
+      }
+    } catch (const std::exception& e) {
+      message = e.what();
+    }
+  }
+  fail_all(message);
+}
+
+void Scheduler::rebuild_active() {
+  passes_.clear();
+  for (auto& seq : active_) {
+    seq->in_flight = false;
+    seq->rewind();
+  }
+  std::lock_guard lock(mutex_);
+  stats_.resumed += active_.size();
+}
+
 void Scheduler::remove_ended() {
   std::erase_if(active_, [](const std::unique_ptr<ActiveSequence>& seq) { return seq->ended(); });
 }
@@ -316,6 +408,12 @@ void Scheduler::shut_down() {
     summary.queue_seconds = seconds_since(q.submitted);
     q.handle->complete(std::move(summary));
   }
+  std::lock_guard lock(mutex_);
+  if (exclusive_) {
+    exclusive_->done.set_exception(std::make_exception_ptr(Error(message)));
+    exclusive_ = nullptr;
+  }
+  wake_.notify_all();
 }
 
 }  // namespace baton::serving

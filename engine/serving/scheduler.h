@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +37,13 @@ namespace baton::serving {
 class OverloadedError : public Error {
  public:
   using Error::Error;
+};
+
+// The runner cannot serve now (e.g. a cluster lost a node and the others cannot hold the
+// model): submit() refuses with the reason; the HTTP layer answers 503 like an overload.
+class UnavailableError : public OverloadedError {
+ public:
+  using OverloadedError::OverloadedError;
 };
 
 struct CompletionRequest {
@@ -117,6 +125,7 @@ struct SchedulerStats {
   uint64_t generated_tokens = 0;
   uint64_t forward_passes = 0;
   double forward_seconds = 0;        // wall time inside the runner (submit..finish)
+  uint64_t resumed = 0;              // sequences rebuilt from their tokens after the runner was repaired
 };
 
 class Scheduler {
@@ -138,6 +147,24 @@ class Scheduler {
   const SchedulerOptions& options() const { return options_; }
   int64_t n_ctx() const;
 
+  // --- a runner that can be repaired (a dynamic cluster re-planning around a lost node) ---
+  // Called on the scheduler thread when the runner fails (every unfinished pass is lost), with
+  // the error. Returns true when the runner works again on fresh KV caches: every active
+  // sequence is then rebuilt from its tokens (prompt + generated so far) and continues, so its
+  // client sees a pause, not an error (greedy output is unchanged: the kernels are
+  // batch-invariant). Returns false when the failure is not repairable (the sequences end with
+  // the error), or throws baton::Error saying why the repair failed (they end with that).
+  // Set it before the first submit().
+  using RunnerRepair = std::function<bool(const std::string& error)>;
+  void set_runner_repair(RunnerRepair repair);
+  // Runs `fn` on the scheduler thread once no pass is in flight (new passes wait) and returns
+  // its result. When it returns true the runner's caches count as lost: every active sequence
+  // is rebuilt from its tokens. Rethrows fn's exception; throws baton::Error when the
+  // scheduler is stopping. Blocks; never call it from the scheduler thread (fn, the repair).
+  bool run_exclusive(const std::function<bool()>& fn);
+  // While `reason` is not empty, submit() refuses new requests with UnavailableError(reason).
+  void set_unavailable(const std::string& reason);
+
  private:
   struct Pass;  // one submitted micro-batch (scheduler.cpp)
   using Clock = std::chrono::steady_clock;
@@ -156,6 +183,10 @@ class Scheduler {
   // Ends a sequence: publishes its summary, frees its cache, removes it from active_.
   void end(ActiveSequence& seq, const std::string& reason, const std::string& error = {});
   void fail_all(const std::string& error);
+  // A runner failure: repair and rebuild the active sequences, or fail them all.
+  void runner_failed(const std::string& error);
+  void rebuild_active();
+  void run_exclusive_task();
   void remove_ended();
   void shut_down();
 
@@ -171,6 +202,10 @@ class Scheduler {
   bool stopping_ = false;
   std::deque<Queued> queue_;
   SchedulerStats stats_;
+  std::string unavailable_;
+  struct Exclusive;
+  Exclusive* exclusive_ = nullptr;  // run_exclusive()'s task waiting for the scheduler thread
+  RunnerRepair repair_;
   std::thread thread_;
 
   uint64_t next_seq_id_ = 1;

@@ -40,6 +40,9 @@ class ActiveSequence {
   int32_t next_position() const { return static_cast<int32_t>(n_fed_); }
   // `n` tokens went into a submitted pass (in_flight is set by the caller).
   void mark_fed(size_t n);
+  // The runner lost this sequence's KV cache: every token (prompt + generated so far) is fed
+  // again from position 0, and the last one's logits give the next token as before.
+  void rewind() { n_fed_ = 0; }
   bool in_flight = false;
 
   // Samples the next token from `logits` ([n_vocab], of the last token fed), publishes its

@@ -3,12 +3,14 @@
 #include <httplib.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <thread>
 
 #include "engine/base/error.h"
 #include "engine/registry/etcd_registry.h"
+#include "engine/registry/join_client.h"
 #include "engine/registry/node_record_json.h"
 #include "etcd_server.h"
 
@@ -124,6 +126,56 @@ TEST_CASE("etcd registry: announce, list, keep alive, withdraw") {
 
   CHECK_THROWS_WITH(worker->announce(node("a/b", 1), 5s), Catch::Contains("node id 'a/b'"));
   CHECK_THROWS_WITH(worker->announce(node("w1", 1), 0s), Catch::Contains(">= 1 s"));
+}
+
+TEST_CASE("etcd registry: update rewrites the record under the same lease") {
+  REQUIRE_ETCD(etcd);
+  auto worker = EtcdRegistry::open(etcd->url("t-update"));
+  auto coordinator = EtcdRegistry::open(etcd->url("t-update"));
+  CHECK_THROWS_WITH(worker->update(node("w1", 9101)), Catch::Contains("before announce"));
+  worker->announce(node("w1", 9101), 10s);
+  EtcdClient raw("127.0.0.1", etcd->client_port());
+  const int64_t lease = raw.range_key("/t-update/nodes/w1").kvs.at(0).lease;
+  NodeRecord fresher = node("w1", 9101, 77ull << 20);
+  fresher.load = 0.5f;
+  worker->update(fresher);
+  CHECK(coordinator->list() == std::vector<NodeRecord>{fresher});
+  CHECK(raw.range_key("/t-update/nodes/w1").kvs.at(0).lease == lease);  // still bound to the lease
+  worker->keep_alive();
+  CHECK_THROWS_WITH(worker->update(node("w2", 9102)), Catch::Contains("update() of node 'w2'"));
+  raw.revoke_lease(lease);  // expired behind its back: the put fails
+  CHECK_THROWS(worker->update(fresher));
+  worker->withdraw();
+}
+
+TEST_CASE("etcd registry: a member's record follows its free memory and load (put when changed)") {
+  REQUIRE_ETCD(etcd);
+  auto coordinator = EtcdRegistry::open(etcd->url("t-refresh"));
+  std::atomic<uint64_t> free_bytes{1ull << 30};
+  std::atomic<int> calls{0};
+  auto membership = start_backend_join(EtcdRegistry::open(etcd->url("t-refresh")), 100ms, [&] {
+    ++calls;
+    return node("w1", 9101, free_bytes.load());
+  });
+  auto free_seen = [&] {
+    auto nodes = coordinator->list();
+    return nodes.empty() ? uint64_t{0} : nodes[0].memory_free;
+  };
+  auto until = [&](auto pred) {
+    const auto t0 = Clock::now();
+    while (!pred() && seconds_since(t0) < 3) std::this_thread::sleep_for(20ms);
+    return pred();
+  };
+  CHECK(until([&] { return free_seen() == (1ull << 30); }));
+  const auto rev = EtcdClient("127.0.0.1", etcd->client_port()).range_key("/t-refresh/nodes/w1").kvs.at(0).mod_revision;
+  free_bytes = (1ull << 30) + (1ull << 20);  // a small change: not worth a put
+  const int before = calls;
+  CHECK(until([&] { return calls >= before + 3; }));
+  CHECK(EtcdClient("127.0.0.1", etcd->client_port()).range_key("/t-refresh/nodes/w1").kvs.at(0).mod_revision == rev);
+  free_bytes = 3ull << 30;  // a real change
+  CHECK(until([&] { return free_seen() == (3ull << 30); }));
+  membership->stop("test over");
+  CHECK(coordinator->list().empty());
 }
 
 TEST_CASE("etcd registry: an entry without keep-alive expires after its TTL") {

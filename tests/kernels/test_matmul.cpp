@@ -55,11 +55,11 @@ bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a,
 
 // Runs w × act for n_tok tokens on `pool`, dense output.
 std::vector<float> run(ThreadPool& pool, const WeightView& w, const MatmulKernels* kernels, const float* act,
-                       int64_t n_tok, MatmulTuning tuning = {}) {
+                       int64_t n_tok, MatmulTuning tuning = {}, std::span<const RowOrder> orders = {}) {
   std::vector<float> out(static_cast<size_t>(n_tok * w.n_rows), -1.0f);
   MatmulDriver driver(pool, tuning);
   MatmulTarget target{w, out.data(), static_cast<size_t>(w.n_rows), kernels};
-  driver.matmul(std::span<const MatmulTarget>(&target, 1), act, static_cast<size_t>(w.k), n_tok);
+  driver.matmul(std::span<const MatmulTarget>(&target, 1), act, static_cast<size_t>(w.k), n_tok, orders);
   return out;
 }
 
@@ -181,9 +181,12 @@ TEST_CASE("matmul driver is batch and thread invariant for every registered type
       auto ref = run(pool1, w, &kernels, act.data(), n_tok);
       REQUIRE(same_bits(ref.data(), run(pool3, w, &kernels, act.data(), n_tok).data(), ref.size()));
       REQUIRE(same_bits(ref.data(), run(pool3, w, &kernels, act.data(), n_tok, MatmulTuning{3, 2}).data(), ref.size()));
-      for (int64_t t = 0; t < n_tok; t += 3)
-        REQUIRE(same_bits(run(pool3, w, &kernels, act.data() + t * k, 1).data(), ref.data() + t * n_rows,
-                          static_cast<size_t>(n_rows)));
+      // a token alone, with the order it had in the batch (one sequence of n_tok rows)
+      for (int64_t t = 0; t < n_tok; t += 3) {
+        const RowOrder order = t < n_tok - n_tok % 4 ? RowOrder::kGrouped : RowOrder::kBatch;
+        REQUIRE(same_bits(run(pool3, w, &kernels, act.data() + t * k, 1, {}, std::span<const RowOrder>(&order, 1)).data(),
+                          ref.data() + t * n_rows, static_cast<size_t>(n_rows)));
+      }
 
       if (!wops->to_float || (wops->vec_dot_type != GgmlType::kF32 && !aops->to_float)) continue;
       // Q8_1 keeps each block's sum as f16 (as ggml does) and Q4_1/Q5_1 multiply it by their
@@ -212,4 +215,64 @@ TEST_CASE("matmul driver is batch and thread invariant for every registered type
     }
   }
   if (tested == 0) WARN("no type has matmul kernels in this build yet: only the fake kernels were tested");
+}
+
+// llama.cpp's kernel choice (docs/NUMERICS.md): a kSingle token takes the type's gemm_single,
+// the others its gemm (floats have no grouped order); a weight whose row count is not a
+// multiple of gemm_rows_multiple takes gemm_single for every token; no orders = one sequence.
+TEST_CASE("matmul driver picks the single-row or the batch order per token") {
+  ThreadPool pool2(2);
+  const int64_t k = 256, n_tok = 9;
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+      if (static_cast<int>(isa) > static_cast<int>(detected_isa())) continue;
+      const TypeOps* wops = find_type_ops(type, isa);
+      REQUIRE(wops);
+      REQUIRE(wops->gemm_single);
+      REQUIRE(wops->gemm_rows_multiple == 4);
+      const MatmulKernels kernels{wops, wops};
+      INFO(ggml_type_name(type) << " " << isa_name(isa));
+      for (int64_t n_rows : {int64_t{64}, int64_t{66}}) {
+        auto wf = random_floats(static_cast<size_t>(n_rows * k), 3);
+        const size_t rb = static_cast<size_t>(k) * require_ggml_type(type).block_bytes;
+        std::vector<uint8_t> wq(rb * n_rows);
+        for (int64_t r = 0; r < n_rows; ++r) wops->from_float(wf.data() + r * k, wq.data() + r * rb, k);
+        auto w = WeightView::dense(type, wq.data(), n_rows, k, "w");
+        auto act = random_floats(static_cast<size_t>(n_tok * k), 4);
+        std::vector<uint8_t> aq(rb * n_tok);
+        for (int64_t t = 0; t < n_tok; ++t) wops->from_float(act.data() + t * k, aq.data() + t * rb, k);
+        const std::vector<uint8_t> flags = {1, 0, 0, 1, 1, 0, 1, 0, 0};
+        std::vector<RowOrder> orders;
+        for (size_t i = 0; i < flags.size(); ++i)
+          orders.push_back(flags[i] ? RowOrder::kSingle : i % 2 ? RowOrder::kGrouped : RowOrder::kBatch);
+        auto out = run(pool2, w, &kernels, act.data(), n_tok, MatmulTuning{4, 2}, orders);
+        int differ = 0;
+        for (int64_t t = 0; t < n_tok; ++t) {
+          for (int64_t r = 0; r < n_rows; ++r) {
+            float single = 0, batch = 0;
+            wops->gemm_single(k, wq.data() + r * rb, rb, 1, aq.data() + t * rb, rb, 1, &single, 1);
+            wops->gemm(k, wq.data() + r * rb, rb, 1, aq.data() + t * rb, rb, 1, &batch, 1);
+            const bool want_single = flags[t] || n_rows % 4 != 0;
+            REQUIRE(same_bits(&out[t * n_rows + r], want_single ? &single : &batch, 1));
+            differ += !same_bits(&single, &batch, 1);
+          }
+        }
+        CHECK(differ > 0);  // the two orders really differ somewhere
+        // no flags: one token -> single order
+        float one = 0;
+        wops->gemm_single(k, wq.data(), rb, 1, aq.data(), rb, 1, &one, 1);
+        CHECK(same_bits(run(pool2, w, &kernels, act.data(), 1).data(), &one, 1));
+      }
+    }
+  }
+}
+
+TEST_CASE("row_orders: single rows, full groups of 4 and the rest, per sequence") {
+  std::vector<RowOrder> o;
+  const std::vector<uint64_t> seqs = {7, 3, 3, 3, 3, 3, 9, 9, 3, 9, 9, 9};  // 7: 1 row, 3: 6 rows, 9: 5 rows
+  row_orders(seqs, o);
+  using R = RowOrder;
+  const std::vector<RowOrder> want = {R::kSingle,  R::kGrouped, R::kGrouped, R::kGrouped, R::kGrouped, R::kBatch,
+                                      R::kGrouped, R::kGrouped, R::kBatch,   R::kGrouped, R::kGrouped, R::kBatch};
+  CHECK(o == want);
 }

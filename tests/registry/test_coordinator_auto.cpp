@@ -1,6 +1,7 @@
 // engine-coordinator (the HTTP server) with `nodes: auto` as a process, workers --join'ing it,
-// and engine-ctl status reading its GET /v1/cluster: ready with both nodes, then a SIGTERM'd
-// worker shows offline and the cluster not ready; the coordinator exits 0 on SIGTERM.
+// and engine-ctl status reading its GET /v1/cluster: ready with both nodes; a SIGTERM'd worker
+// shows offline and the coordinator re-plans over the other; with none left it is not ready and
+// requests get 503; the coordinator exits 0 on SIGTERM.
 #include <catch2/catch.hpp>
 #include <fmt/core.h>
 #include <httplib.h>
@@ -125,15 +126,41 @@ TEST_CASE("engine-coordinator with nodes: auto serves the workers that join; eng
   REQUIRE(res);
   CHECK(res->status == 200);
 
+  // w2 leaves: w1 alone can hold the model, so the coordinator re-plans over it by itself.
   CHECK(w2.terminate() == 0);
-  std::this_thread::sleep_for(300ms);
+  Run replanned;
+  for (int i = 0; i < 100; ++i) {
+    replanned = ctl(fmt::format("status --coordinator 127.0.0.1:{}", http));
+    if (replanned.status == 0 && replanned.out.find("| w2 |") != std::string::npos &&
+        replanned.out.find(fmt::format("| w2 | 127.0.0.1:{} | offline |", w2.port())) != std::string::npos)
+      break;
+    std::this_thread::sleep_for(100ms);
+  }
+  INFO(replanned.out);
+  CHECK(replanned.status == 0);
+  CHECK(replanned.out.find(fmt::format("| w1 | 127.0.0.1:{} | online | 0-4 |", w1.port())) != std::string::npos);
+  CHECK(replanned.out.find(fmt::format("| w2 | 127.0.0.1:{} | offline |", w2.port())) != std::string::npos);
+  res = client.Post("/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0})",
+                    "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK((slurp(out) + slurp(err)).find("registry event=re-plan") != std::string::npos);
+
+  // w1 leaves too: nothing can hold the model; /health and requests say so.
+  CHECK(w1.terminate() == 0);
+  std::this_thread::sleep_for(500ms);
   auto down = ctl(fmt::format("status --coordinator 127.0.0.1:{}", http));
   INFO(down.out);
   CHECK(down.status == 1);
-  CHECK(down.out.find(fmt::format("| w2 | 127.0.0.1:{} | offline |", w2.port())) != std::string::npos);
   auto health = client.Get("/health");
   REQUIRE(health);
   CHECK(health->status == 503);
+  INFO(health->body);
+  CHECK(health->body.find("w1") != std::string::npos);
+  res = client.Post("/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0})",
+                    "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 503);
 
   ::kill(pid, SIGTERM);
   int status = 0;

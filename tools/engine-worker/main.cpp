@@ -3,10 +3,11 @@
 //   engine-worker --host 127.0.0.1 --port 8010 --node-id node-01 --model FILE [--threads N]
 //                 (--secret-file F | --insecure) [--pid-file F]
 //                 [--join HOST:PORT | --registry etcd://HOST:PORT/PREFIX] [--heartbeat-ms N] [--advertise HOST]
-//                 [--speed GFLOPS]
+//                 [--speed GFLOPS] [--max-memory MIB]
 // --join registers with the coordinator's control port (docs/REGISTRY.md): node id, address,
 // memory, threads, ISA, model identity, servable layers and a measured speed, then heartbeats;
 // --registry announces the same record in etcd under a lease. SIGTERM deregisters first.
+// --max-memory caps the free memory announced (the planner never gives this node more).
 // Prints one start line "engine-worker <id> listening on <host>:<port>" (port 0 -> the bound
 // port). SIGTERM/SIGINT: clean shutdown, pid file removed, exit 0.
 #include <CLI/CLI.hpp>
@@ -15,7 +16,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -47,11 +50,15 @@ int main(int argc, char** argv) {
   std::string join, registry_url, advertise;
   int heartbeat_ms = 1000;
   double speed = 0;
+  double max_memory_mib = 0;
   auto* jo = app.add_option("--join", join, "register with the coordinator's control port HOST:PORT");
   app.add_option("--registry", registry_url, "register in etcd: etcd://HOST:PORT/PREFIX")->excludes(jo);
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval when registered")->capture_default_str();
   app.add_option("--speed", speed, "announce this speed (GFLOP/s) instead of measuring it (0: measure)");
   app.add_option("--advertise", advertise, "address announced to the registry (default: --host)");
+  app.add_option("--max-memory", max_memory_mib,
+                 "offer at most this much memory to the cluster, in MiB (0: all free memory)")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   // Logs go to stderr; stdout carries only the start line.
   spdlog::set_default_logger(spdlog::stderr_color_mt("engine-worker"));
@@ -100,14 +107,16 @@ int main(int argc, char** argv) {
       probe.port = worker.port();
       probe.threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
       probe.speed = speed > 0 ? speed : baton::registry::calibrate_gflops(probe.threads);
-      const auto base = baton::registry::probe_node(probe, *file);
+      const uint64_t cap = max_memory_mib > 0 ? static_cast<uint64_t>(max_memory_mib * 1048576.0) : UINT64_MAX;
+      auto base = baton::registry::probe_node(probe, *file);
+      base.memory_free = std::min(base.memory_free, cap);
       spdlog::info("engine-worker {}: calibration {:.1f} GFLOP/s, {} MiB free, identity {}", o.node_id, base.speed,
                    base.memory_free >> 20, base.model_identity);
       auto load = std::make_shared<baton::registry::CpuLoad>(probe.threads);
-      auto status = [base, load] {
+      auto status = [base, load, cap] {
         auto r = base;
         try {
-          r.memory_free = baton::registry::read_meminfo().available;
+          r.memory_free = std::min(baton::registry::read_meminfo().available, cap);
         } catch (const std::exception&) {
         }
         r.load = static_cast<float>(load->sample());

@@ -1,0 +1,239 @@
+// Failure handling of a `nodes: auto` cluster served over HTTP (ServedModel + HttpServer in this
+// process, real engine-worker processes --join'ing it on 127.0.0.1):
+//  - kill -9 of a worker mid-generation: the coordinator re-plans over the two that remain and
+//    the streamed completion equals the undisturbed one (the client sees a pause);
+//  - when the remaining nodes cannot hold the model (--max-memory), /health and requests say
+//    so (503 naming the lost node and the memory missing) until a new worker joins.
+#include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "api/api_test_util.h"
+#include "engine/api/http_server.h"
+#include "engine/api/served_model.h"
+#include "engine/cluster/cluster_config.h"
+#include "engine/registry/planner.h"
+#include "fixtures.h"
+#include "pipeline/worker_process.h"
+
+namespace {
+
+using baton::test::WorkerProcess;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+const std::string kModel = "models/stories260K.gguf";
+
+uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw std::runtime_error("cannot find a free port");
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::unique_ptr<WorkerProcess> join(const std::string& id, uint16_t port, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--insecure", "--join", fmt::format("127.0.0.1:{}", port), "--heartbeat-ms", "200",
+                                   "--speed", "10"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return std::make_unique<WorkerProcess>(id, baton::test::shared_path(kModel), args);
+}
+
+baton::ClusterConfig auto_config(uint16_t control_port, int min_nodes, const std::string& file) {
+  auto c = baton::parse_cluster_config(
+      fmt::format("model: {}\ncluster:\n  insecure: true\n  nodes: auto\n  min_nodes: {}\n  join_timeout: 20\n"
+                  "  heartbeat_timeout: 1\n  connect_timeout: 5\n  load_timeout: 20\n  registry_file: {}\n",
+                  baton::test::shared_path(kModel), min_nodes, file),
+      "failover.yaml", "/");
+  c.control_port = control_port;
+  return c;
+}
+
+struct Served {
+  Served(const baton::ClusterConfig& config, int64_t n_ctx) {
+    baton::api::ServeOptions so;
+    so.threads = 1;
+    so.n_ctx = n_ctx;
+    so.scheduler.slots = 2;
+    model = baton::api::ServedModel::open_cluster(config, so);
+    baton::api::ServerOptions ho;
+    ho.port = 0;
+    server = std::make_unique<baton::api::HttpServer>(*model, ho);
+    server->start();
+  }
+  int port() const { return server->port(); }
+  std::unique_ptr<baton::api::ServedModel> model;
+  std::unique_ptr<baton::api::HttpServer> server;
+};
+
+struct Streamed {
+  int status = 0;
+  std::string text;
+  std::string finish_reason;
+  std::string error;
+  double total_ms = 0;  // request sent -> response complete
+};
+
+// POSTs a streaming completion and reads it to the end; once `after_events` events have
+// arrived, `act` runs once (on this thread, while the server keeps generating).
+Streamed stream(int port, const json& body, size_t after_events = 0, const std::function<void()>& act = {}) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("cannot connect");
+  const std::string payload = body.dump();
+  const std::string req = fmt::format(
+      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+      "Content-Length: {}\r\n\r\n{}",
+      payload.size(), payload);
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) throw std::runtime_error("send");
+  std::string raw;
+  size_t seen = 0;
+  bool acted = false;
+  const auto t0 = Clock::now();
+  const auto deadline = Clock::now() + 60s;
+  while (Clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    raw.append(buf, static_cast<size_t>(n));
+    seen = 0;
+    for (size_t pos = 0; (pos = raw.find("data: ", pos)) != std::string::npos; pos += 6) ++seen;
+    if (act && !acted && seen >= after_events) {
+      act();
+      acted = true;
+    }
+  }
+  ::close(fd);
+  Streamed s;
+  auto r = baton::test::parse_response(raw);
+  s.status = r.status;
+  s.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  for (const auto& p : baton::test::sse_payloads(r.body)) {
+    if (p == "[DONE]") continue;
+    auto j = json::parse(p);
+    if (j.contains("error")) {
+      s.error = j["error"].value("message", "");
+      continue;
+    }
+    const auto& choice = j["choices"][0];
+    s.text += choice.value("text", "");
+    if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
+      s.finish_reason = choice["finish_reason"].get<std::string>();
+  }
+  return s;
+}
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit) {
+  const auto end = Clock::now() + limit;
+  while (Clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return pred();
+}
+
+}  // namespace
+
+TEST_CASE("failover: a worker killed mid-generation; the coordinator re-plans and the stream continues unchanged",
+          "[registry]") {
+  const uint16_t port = free_port();
+  auto w1 = join("w1", port), w2 = join("w2", port), w3 = join("w3", port);
+  Served s(auto_config(port, 3, baton::test::temp_dir() + "/failover-a.json"), 512);
+  REQUIRE(s.model->plan().size() == 3);
+  const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 240}, {"temperature", 0}, {"stream", true},
+                     {"ignore_eos", true}};
+  const Streamed want = stream(s.port(), body);
+  REQUIRE(want.status == 200);
+  REQUIRE(want.finish_reason == "length");
+  REQUIRE(!want.text.empty());
+
+  const std::string victim = s.model->plan()[1].id;  // the middle stage
+  WorkerProcess& killed = victim == "w1" ? *w1 : victim == "w2" ? *w2 : *w3;
+  const Streamed got = stream(s.port(), body, 4, [&] { killed.kill_now(); });
+  INFO(got.error);
+  CHECK(got.status == 200);
+  CHECK(got.error.empty());
+  CHECK(got.finish_reason == "length");
+  CHECK(got.text == want.text);
+  const auto stats = s.model->scheduler().stats();
+  CHECK(stats.resumed >= 1);  // the kill landed mid-generation and the sequence was rebuilt
+  CHECK(stats.failed == 0);
+  fmt::print("failover: {} killed mid-generation: the stream took {:.0f} ms (undisturbed {:.0f} ms)\n", victim,
+             got.total_ms, want.total_ms);
+
+  const auto plan = s.model->plan();
+  CHECK(plan.size() == 2);
+  for (const auto& n : plan) CHECK(n.id != victim);
+  auto health = baton::test::raw_request(s.port(), "GET", "/health", "");
+  CHECK(health.status == 200);
+  auto cluster = json::parse(baton::test::raw_request(s.port(), "GET", "/v1/cluster", "").body);
+  CHECK(cluster["ready"] == true);
+  bool victim_offline = false;
+  for (const auto& n : cluster["nodes"])
+    if (n["id"] == victim) victim_offline = n["status"] == "offline";
+  CHECK(victim_offline);
+}
+
+TEST_CASE("failover: when the remaining nodes cannot hold the model, /health and requests say why until a node joins",
+          "[registry]") {
+  // Each worker offers memory for 3 of the 5 layers: two are needed.
+  const auto file = baton::gguf::GgufFile::open(baton::test::shared_path(kModel));
+  const auto fp = baton::registry::ModelFootprint::from_file(*file, 128, 2);
+  const uint64_t three = baton::registry::range_bytes(fp, {}, 0, 3), four = baton::registry::range_bytes(fp, {}, 0, 4);
+  const std::string cap = fmt::format("{:.6f}", static_cast<double>(three + four) / 2 / 1048576.0);
+  const uint16_t port = free_port();
+  auto w1 = join("w1", port, {"--max-memory", cap}), w2 = join("w2", port, {"--max-memory", cap});
+  Served s(auto_config(port, 2, baton::test::temp_dir() + "/failover-b.json"), 128);
+  REQUIRE(s.model->plan().size() == 2);
+  const std::string request = R"({"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0})";
+  auto ok = baton::test::raw_request(s.port(), "POST", "/v1/completions", request);
+  REQUIRE(ok.status == 200);
+  const std::string want = json::parse(ok.body)["choices"][0]["text"].get<std::string>();
+
+  w2->kill_now();
+  std::string detail;
+  CHECK(eventually([&] {
+    auto h = baton::test::raw_request(s.port(), "GET", "/health", "");
+    detail = json::parse(h.body).value("detail", "");
+    return h.status == 503 && detail.find("missing") != std::string::npos;
+  }, 5000ms));
+  INFO(detail);
+  CHECK(detail.find("w2") != std::string::npos);
+  auto refused = baton::test::raw_request(s.port(), "POST", "/v1/completions", request);
+  INFO(refused.body);
+  CHECK(refused.status == 503);
+  const std::string message = json::parse(refused.body)["error"]["message"].get<std::string>();
+  CHECK(message.find("node w2") != std::string::npos);
+  CHECK(message.find("missing") != std::string::npos);
+
+  // A new worker joins: re-planned over w1 + w3, serving again with the same output.
+  auto w3 = join("w3", port, {"--max-memory", cap});
+  CHECK(eventually([&] { return baton::test::raw_request(s.port(), "GET", "/health", "").status == 200; }, 10000ms));
+  auto again = baton::test::raw_request(s.port(), "POST", "/v1/completions", request);
+  INFO(again.body);
+  REQUIRE(again.status == 200);
+  CHECK(json::parse(again.body)["choices"][0]["text"] == want);
+  const auto plan = s.model->plan();
+  REQUIRE(plan.size() == 2);
+  CHECK(plan[0].id == "w1");
+  CHECK(plan[1].id == "w3");
+}
