@@ -1,5 +1,5 @@
 // AVX-512 builds of the legacy gemms: the llama.cpp-order kernels of legacy_gemm_llama.h
-// (256-bit ymm, using the 32 registers for 4x4 tiles; Q4_0 8 rows x 4 tokens), compiled for
+// (256-bit ymm, using the 32 registers for 4x4 tiles; Q4_0 16 rows x 4 tokens in zmm), compiled for
 // x86-64-v4. Used on AVX-512 CPUs without VNNI.
 #include "kernels/legacy_gemm_llama.h"
 #include "kernels/legacy_kernels.h"

@@ -170,3 +170,27 @@ TEST_CASE("legacy gemm is batch invariant: every element equals its 1x1 call bit
     }
   }
 }
+
+// Q4_0 runs 16-row (AVX-512) and 8-row groups with the rest by the generic tile; the other
+// formats 4- or 2-row tiles. Row counts crossing every group boundary, at an odd first row.
+TEST_CASE("legacy gemm equals the scalar reference bitwise across row groups of 16 and 8") {
+  const int64_t n_rows = 16 * 2 + 8 + 5, n_tok = 6;
+  for (GgmlType type : kWeightTypes) {
+    for (int64_t nb : {1, 6, 33}) {
+      Problem p(type, n_rows + 1, n_tok, nb * 32, static_cast<uint32_t>(40 + nb));
+      for (const auto& v : variants(type)) {
+        for (int64_t nr : {int64_t{8}, int64_t{16}, int64_t{24}, int64_t{31}, n_rows}) {
+          for (int64_t nt : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, n_tok}) {
+            const auto ref = p.run(ops_for(type, Isa::kScalar).gemm, 1, nr, 0, nt);
+            const auto got = p.run(v.gemm, 1, nr, 0, nt);
+            for (size_t j = 0; j < ref.size(); ++j) {
+              INFO(ggml_type_name(type) << " " << v.name << " nb=" << nb << " rows=" << nr << " toks=" << nt
+                                        << " r=" << j % nr << " t=" << j / nr);
+              REQUIRE(same_bits(got[j], ref[j]));
+            }
+          }
+        }
+      }
+    }
+  }
+}
