@@ -118,6 +118,13 @@ class Encoder {
     auto message = str(m.message);
     return {w::Message_ErrorReport, w::CreateErrorReport(fbb_, m.code, message).Union()};
   }
+  Out operator()(const ClockPing& m) {
+    return {w::Message_ClockPing, w::CreateClockPing(fbb_, m.sent_ns).Union()};
+  }
+  Out operator()(const ClockPong& m) {
+    return {w::Message_ClockPong,
+            w::CreateClockPong(fbb_, m.ping_sent_ns, m.ping_received_ns, m.sent_ns).Union()};
+  }
   Out operator()(const Goodbye& m) {
     auto reason = str(m.reason);
     return {w::Message_Goodbye, w::CreateGoodbye(fbb_, reason).Union()};
@@ -338,6 +345,12 @@ Result<Message> convert(const w::Header* header) {
     }
     case w::Message_Goodbye:
       return Message(Goodbye{read_str(header->message_as_Goodbye()->reason())});
+    case w::Message_ClockPing:
+      return Message(ClockPing{header->message_as_ClockPing()->sent_ns()});
+    case w::Message_ClockPong: {
+      auto* m = header->message_as_ClockPong();
+      return Message(ClockPong{m->ping_sent_ns(), m->ping_received_ns(), m->sent_ns()});
+    }
   }
   return bad(fmt::format("header: unknown message type {} (newest known: {}; a newer peer?)",
                          static_cast<int>(header->message_type()),

@@ -43,7 +43,8 @@ namespace {
 constexpr std::string_view kNames[] = {
     "Hello",   "AuthChallenge", "AuthResponse", "Prepare",   "Ready",        "Failed",
     "Commit",  "Rollback",      "Forward",      "Hidden",    "ResetSequence", "Register",
-    "Heartbeat", "StatsRequest", "Stats",       "ErrorReport", "Goodbye"};
+    "Heartbeat", "StatsRequest", "Stats",       "ErrorReport", "Goodbye",      "ClockPing",
+    "ClockPong"};
 static_assert(std::size(kNames) == std::variant_size_v<Message>);
 
 using Problem = std::optional<std::string>;
@@ -183,6 +184,8 @@ struct Checker {
   Problem operator()(const Goodbye& m) const {
     return check_string("Goodbye.reason", m.reason, kMaxTextBytes);
   }
+  Problem operator()(const ClockPing&) const { return std::nullopt; }
+  Problem operator()(const ClockPong&) const { return std::nullopt; }
 };
 
 }  // namespace

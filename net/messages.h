@@ -15,8 +15,9 @@
 namespace baton::net {
 
 // Bumped when an old peer could misread a new frame; peers with different versions refuse
-// each other in the handshake, naming both versions.
-inline constexpr uint32_t kProtocolVersion = 1;
+// each other in the handshake, naming both versions. 2: ClockPing/ClockPong, and the
+// pipeline's timing trailer with send timestamps and per-hop times.
+inline constexpr uint32_t kProtocolVersion = 2;
 
 enum class Role : uint8_t { kUnknown = 0, kCoordinator = 1, kWorker = 2, kClient = 3 };
 enum class AuthMode : uint8_t { kHmacSha256 = 0, kInsecure = 1 };
@@ -206,10 +207,23 @@ struct Goodbye {
   bool operator==(const Goodbye&) const = default;
 };
 
+// Clock probes (net/clock_sync.h), handled inside net/ and never delivered to the handler:
+// timestamps are ns of the writer's steady clock, set when the frame is actually written.
+struct ClockPing {
+  int64_t sent_ns = 0;  // t1
+  bool operator==(const ClockPing&) const = default;
+};
+struct ClockPong {
+  int64_t ping_sent_ns = 0;      // t1, echoed
+  int64_t ping_received_ns = 0;  // t2: the ping was read whole
+  int64_t sent_ns = 0;           // t3
+  bool operator==(const ClockPong&) const = default;
+};
+
 // Alternatives in the order of the schema's Message union (index + 1 = union type id).
 using Message = std::variant<Hello, AuthChallenge, AuthResponse, Prepare, Ready, Failed, Commit,
                              Rollback, Forward, Hidden, ResetSequence, Register, Heartbeat,
-                             StatsRequest, Stats, ErrorReport, Goodbye>;
+                             StatsRequest, Stats, ErrorReport, Goodbye, ClockPing, ClockPong>;
 
 // "Hello", "Forward", ... for logs and errors.
 std::string_view message_name(const Message& message);

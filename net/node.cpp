@@ -148,7 +148,9 @@ struct Node::Impl final : detail::SessionHost {
                options.idle_timeout,
                options.close_linger,
                options.max_outbox_bytes,
-               std::move(on_message)},
+               std::move(on_message),
+               options.clock_probe_interval,
+               options.test_write_delay},
         on_connection(std::move(on_conn)) {}
 
   void session_ended(uint64_t id) override {

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "net/auth.h"
+#include "net/clock_sync.h"
 #include "net/frame.h"
 #include "net/messages.h"
 #include "net/payload.h"
@@ -69,6 +70,10 @@ class Connection {
   virtual std::optional<CloseInfo> close_info() const = 0;
   virtual const PeerInfo& peer() const = 0;
   virtual uint64_t id() const = 0;  // unique within the process
+
+  // The peer's steady clock relative to ours, from clock probes on this connection
+  // (NodeOptions::clock_probe_interval); nullopt before the first probe came back.
+  virtual std::optional<ClockEstimate> clock() const { return std::nullopt; }
 };
 using ConnectionPtr = std::shared_ptr<Connection>;
 
@@ -99,6 +104,14 @@ struct NodeOptions {
   std::chrono::milliseconds close_linger{2000};
   size_t max_outbox_bytes = size_t{1} << 30;
   size_t max_connections = 1024;
+  // Clock probes (Connection::clock()): 0 = this node starts none. Otherwise a connection it
+  // opened probes at once, one it accepted once the peer has probed it (so peers that never
+  // probe, e.g. test clients, see no probes), a few 10 ms apart and then at this interval.
+  // Probes from a peer are always answered.
+  std::chrono::milliseconds clock_probe_interval{0};
+  // Testing only: every outgoing frame except clock probes waits this long in the writer
+  // (after send() took it, before it is written), i.e. a slow outgoing link.
+  std::chrono::milliseconds test_write_delay{0};
   // Optional; runs on the I/O thread when an incoming connection fails its handshake (wrong
   // secret, version or auth-mode mismatch, bad frame, timeout). Such failures are also logged.
   std::function<void(const PeerInfo&, const CloseInfo&)> on_rejected;

@@ -101,6 +101,18 @@ void write_pipeline_metrics(MetricsWriter& w, const pipeline::ClusterMetrics& m,
   for (size_t i = 0; i < m.stages.size(); ++i)
     w.sample("baton_hop_bytes_total", m.stages[i].bytes_out,
              {{"from", m.stages[i].node_id}, {"to", i + 1 < m.stages.size() ? m.stages[i + 1].node_id : "coordinator"}});
+  // Per hop: sender's hand-over -> receiver's receipt through the link's probed clock offset
+  // (docs/PROTOCOL.md "Per-hop network time"), summed over measured passes, and its error bound.
+  w.family("baton_hop_network_seconds_total", "counter",
+           "Network time of each hop (sender hand-over -> receiver has the frame), summed over measured passes.");
+  for (const auto& h : m.hops) w.sample("baton_hop_network_seconds_total", h.network_ms / 1e3, {{"from", h.from}, {"to", h.to}});
+  w.family("baton_hop_network_error_seconds_total", "counter",
+           "Sum of the error bounds of baton_hop_network_seconds_total (clock offset estimates).");
+  for (const auto& h : m.hops)
+    w.sample("baton_hop_network_error_seconds_total", h.error_ms / 1e3, {{"from", h.from}, {"to", h.to}});
+  w.family("baton_hop_measured_passes_total", "counter", "Passes whose hop time was measured (a clock estimate existed).");
+  for (const auto& h : m.hops)
+    w.sample("baton_hop_measured_passes_total", static_cast<double>(h.passes), {{"from", h.from}, {"to", h.to}});
   w.family("baton_stage_busy_seconds_total", "counter", "Time each worker spent on forward passes, as it reports.");
   for (const auto& st : stats) {
     auto busy = st.values.find("busy_ms");

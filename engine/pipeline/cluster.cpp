@@ -62,6 +62,7 @@ Cluster::Cluster(const ClusterConfig& config, const ClusterOptions& options) : o
   net::NodeOptions no;
   no.node_id = "coordinator";
   no.role = net::Role::kCoordinator;
+  no.clock_probe_interval = kClockProbeInterval;
   if (config.insecure)
     no.auth = net::AuthConfig::insecure();
   else if (!config.secret_file.empty())
@@ -73,6 +74,12 @@ Cluster::Cluster(const ClusterConfig& config, const ClusterOptions& options) : o
   load_all(config);
   metrics_.max_in_flight = layers_.max_in_flight();
   for (const auto& p : plan_) metrics_.stages.push_back({p.id, 0, 0, 0});
+  for (size_t h = 0; h <= plan_.size(); ++h) {
+    HopMetrics hop;
+    hop.from = h == 0 ? "coordinator" : plan_[h - 1].id;
+    hop.to = h == plan_.size() ? "coordinator" : plan_[h].id;
+    metrics_.hops.push_back(std::move(hop));
+  }
 }
 
 Cluster::~Cluster() {
@@ -273,6 +280,7 @@ void RemoteLayers::submit(const TokenBatch& batch, std::vector<float>& hidden) {
   const double bytes = static_cast<double>(t.ref.bytes);
   net::Forward f{p.id, to_wire(batch), t.ref};
   p.sent = Clock::now();
+  stamp_sent(t, p.sent);  // where the first hop and the round trip begin
   if (!c.links_.front()->connection->send(f, std::move(t.body)))
     fail_all(fmt::format("forward: cannot send micro-batch {} to {}", p.id, c.name(0)));
   passes_.push_back(std::move(p));
@@ -328,11 +336,15 @@ void RemoteLayers::finish(std::vector<float>& out_rows) {
   const auto& h = std::get<net::Hidden>(in.message);
   const size_t last = c.plan_.size() - 1;
   std::vector<StageTiming> timings;
+  int64_t last_sent_ns = 0;
   try {
     if (h.tokens.size() != p.n_outputs)
       fail("{} returned {} rows for micro-batch {}, expected {}", c.name(last), h.tokens.size(), p.id, p.n_outputs);
     read_tensor(h.hidden, in.body, h.tokens.size(), n_embd, out_rows, "Hidden");
-    timings = read_timings(h.hidden, in.body, "Hidden");
+    if (auto trailer = read_trailer(h.hidden, in.body, "Hidden")) {
+      timings = std::move(trailer->stages);
+      last_sent_ns = trailer->sent_ns;
+    }
     if (timings.size() != c.plan_.size())
       fail("{}: Hidden of micro-batch {} lists {} stage timings, the chain has {} stages", c.name(last), p.id,
            timings.size(), c.plan_.size());
@@ -341,6 +353,7 @@ void RemoteLayers::finish(std::vector<float>& out_rows) {
   }
   const auto received = in.received_at == Clock::time_point{} ? Clock::now() : in.received_at;
   const double rtt = std::chrono::duration<double, std::milli>(received - p.sent).count();
+  const HopTime back = hop_time(last_sent_ns, received, in.connection->clock());
   std::lock_guard lock(c.metrics_mutex_);
   auto& m = c.metrics_;
   ++m.passes;
@@ -353,7 +366,26 @@ void RemoteLayers::finish(std::vector<float>& out_rows) {
     m.stages[i].bytes_out += timings[i].bytes_out;
     residence += timings[i].residence_ms;
   }
-  m.network_ms += std::max(0.0, rtt - residence);
+  const double all_hops = std::max(0.0, rtt - residence);  // exact: the stamps telescope
+  m.network_ms += all_hops;
+  // Each hop's true time lies in [0, all_hops] of this pass, so clamping an estimate into
+  // that range only moves it toward the truth (its error bound still holds).
+  auto add_hop = [&](HopMetrics& hop, const HopTime& t, double bytes) {
+    hop.bytes += bytes;
+    if (t.error_ms < 0) {
+      ++hop.unmeasured;
+      return;
+    }
+    hop.network_ms += std::clamp(t.ms, 0.0, all_hops);
+    hop.error_ms += t.error_ms;
+    ++hop.passes;
+    hop.tokens += p.n_tokens;
+  };
+  for (size_t i = 0; i < timings.size(); ++i)
+    add_hop(m.hops[i], {timings[i].hop_in_ms, timings[i].hop_in_error_ms},
+            i == 0 ? static_cast<double>(p.n_tokens * n_embd * net::dtype_size(c.activations_))
+                   : timings[i - 1].bytes_out);
+  add_hop(m.hops.back(), back, timings.back().bytes_out);
 }
 
 void RemoteLayers::reset_sequence(uint64_t seq_id) {
@@ -366,7 +398,9 @@ void RemoteLayers::reset_sequence(uint64_t seq_id) {
     throw;
   }
   if (!c.links_.front()->connection->send(net::ResetSequence{{static_cast<uint32_t>(seq_id)}, false}))
-    fail("reset_sequence: cannot send to {}", c.name(0));
+    fail("reset_sequence: cannot send to {}: {}", c.name(0),
+         c.links_.front()->connection->close_info() ? c.links_.front()->connection->close_info()->reason
+                                                    : "the connection is closing");
 }
 
 int64_t RemoteLayers::n_ctx() const { return cluster_.n_ctx_; }

@@ -1,5 +1,6 @@
 #include "engine/pipeline/wire.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -55,8 +56,9 @@ WireTensor make_tensor(const float* rows, size_t n_rows, size_t n_embd, net::DTy
   WireTensor t;
   const size_t n = n_rows * n_embd;
   const size_t bytes = n * net::dtype_size(dtype);
-  const size_t trailer_at = timings.empty() ? bytes : round_up8(bytes);
-  t.body = net::Payload::allocate(trailer_at + timings.size() * kTimingBytes);
+  t.trailer_at = round_up8(bytes);
+  t.n_timings = timings.size();
+  t.body = net::Payload::allocate(t.trailer_at + kTrailerHeadBytes + timings.size() * kTimingBytes);
   uint8_t* out = t.body.mutable_bytes().data();
   if (dtype == net::DType::kF32) {
     if (bytes) std::memcpy(out, rows, bytes);
@@ -67,16 +69,31 @@ WireTensor make_tensor(const float* rows, size_t n_rows, size_t n_embd, net::DTy
     else
       for (size_t i = 0; i < n; ++i) h[i] = fp32_to_bf16(rows[i]);
   }
-  if (trailer_at > bytes) std::memset(out + bytes, 0, trailer_at - bytes);
+  std::memset(out + bytes, 0, t.trailer_at + kTrailerHeadBytes - bytes);
   for (size_t i = 0; i < timings.size(); ++i) {
-    const double v[3] = {timings[i].residence_ms, timings[i].compute_ms, timings[i].bytes_out};
-    std::memcpy(out + trailer_at + i * kTimingBytes, v, kTimingBytes);
+    const double v[5] = {timings[i].residence_ms, timings[i].compute_ms, timings[i].bytes_out, timings[i].hop_in_ms,
+                         timings[i].hop_in_error_ms};
+    std::memcpy(out + t.trailer_at + kTrailerHeadBytes + i * kTimingBytes, v, kTimingBytes);
   }
   t.ref.dtype = dtype;
   t.ref.shape = {n_rows, n_embd};
   t.ref.offset = 0;
   t.ref.bytes = bytes;
   return t;
+}
+
+int64_t steady_ns(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+void stamp_sent(WireTensor& t, std::chrono::steady_clock::time_point sent, std::optional<double> last_residence_ms) {
+  uint8_t* out = t.body.mutable_bytes().data();
+  const int64_t ns = steady_ns(sent);
+  std::memcpy(out + t.trailer_at, &ns, sizeof ns);
+  if (last_residence_ms && t.n_timings > 0) {
+    const double r = std::max(0.0, *last_residence_ms);
+    std::memcpy(out + t.trailer_at + kTrailerHeadBytes + (t.n_timings - 1) * kTimingBytes, &r, sizeof r);
+  }
 }
 
 void read_tensor(const net::TensorRef& ref, const net::Payload& body, size_t n_rows, size_t n_embd,
@@ -102,22 +119,34 @@ void read_tensor(const net::TensorRef& ref, const net::Payload& body, size_t n_r
   }
 }
 
-std::vector<StageTiming> read_timings(const net::TensorRef& ref, const net::Payload& body, const char* what) {
+std::optional<Trailer> read_trailer(const net::TensorRef& ref, const net::Payload& body, const char* what) {
   const size_t end = ref.offset + ref.bytes;  // checked by read_tensor / check_message
-  if (body.size() <= end) return {};
+  if (body.size() <= end) return std::nullopt;
   const size_t at = round_up8(end);
   const size_t rest = body.size() > at ? body.size() - at : 0;
-  if (body.size() < at || rest % kTimingBytes != 0 || rest / kTimingBytes > kMaxTimings)
+  if (body.size() < at + kTrailerHeadBytes || (rest - kTrailerHeadBytes) % kTimingBytes != 0 ||
+      (rest - kTrailerHeadBytes) / kTimingBytes > kMaxTimings)
     fail("{}: the {} bytes after the hidden tensor are not a timing trailer", what, body.size() - end);
-  std::vector<StageTiming> out(rest / kTimingBytes);
-  for (size_t i = 0; i < out.size(); ++i) {
-    double v[3];
-    std::memcpy(v, body.data() + at + i * kTimingBytes, kTimingBytes);
-    for (double x : v)
-      if (!std::isfinite(x) || x < 0) fail("{}: timing trailer entry {} holds {}", what, i, x);
-    out[i] = {v[0], v[1], v[2]};
+  Trailer out;
+  std::memcpy(&out.sent_ns, body.data() + at, sizeof out.sent_ns);
+  out.stages.resize((rest - kTrailerHeadBytes) / kTimingBytes);
+  for (size_t i = 0; i < out.stages.size(); ++i) {
+    double v[5];
+    std::memcpy(v, body.data() + at + kTrailerHeadBytes + i * kTimingBytes, kTimingBytes);
+    for (int k = 0; k < 5; ++k)
+      if (!std::isfinite(v[k]) || (k < 3 && v[k] < 0))
+        fail("{}: timing trailer entry {} field {} holds {}", what, i, k, v[k]);
+    out.stages[i] = {v[0], v[1], v[2], v[3], v[4]};
   }
   return out;
+}
+
+HopTime hop_time(int64_t sent_ns, std::chrono::steady_clock::time_point received,
+                 const std::optional<net::ClockEstimate>& clock) {
+  if (!clock || sent_ns == 0) return {};
+  // (received - sent) + offset, as differences first so no i64 overflows for sane clocks.
+  const int64_t raw = steady_ns(received) - sent_ns;
+  return {static_cast<double>(raw + clock->offset_ns) / 1e6, static_cast<double>(clock->error_ns) / 1e6};
 }
 
 std::optional<uint64_t> micro_batch_of(const net::ErrorReport& report) {

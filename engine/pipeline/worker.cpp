@@ -34,6 +34,8 @@ Worker::Worker(WorkerOptions options) : options_(std::move(options)) {
   no.node_id = options_.node_id;
   no.role = net::Role::kWorker;
   no.auth = options_.auth;
+  no.clock_probe_interval = kClockProbeInterval;
+  no.test_write_delay = options_.test_write_delay;
   no.on_rejected = [id = options_.node_id](const net::PeerInfo& peer, const net::CloseInfo& info) {
     spdlog::warn("{}: refused connection from {}: {}", id, peer.address, info.reason);
   };
@@ -249,10 +251,14 @@ void Worker::on_forward(const net::Forward& f, const net::Payload& body, const n
   const size_t n_embd = static_cast<size_t>(load_->config.n_embd);
   TokenBatch batch;
   std::vector<StageTiming> timings;
+  HopTime hop_in;
   try {
     batch = from_wire(f.tokens);
     read_tensor(f.hidden, body, f.tokens.size(), n_embd, hidden_, "Forward");
-    timings = read_timings(f.hidden, body, "Forward");
+    if (auto trailer = read_trailer(f.hidden, body, "Forward")) {
+      timings = std::move(trailer->stages);
+      hop_in = hop_time(trailer->sent_ns, received_at, from->clock());
+    }
     if (timings.size() >= kMaxTimings) fail("Forward: the timing trailer already lists {} stages", timings.size());
   } catch (const std::exception& e) {
     report(from, static_cast<uint32_t>(ErrorCode::kBadRequest),
@@ -272,16 +278,21 @@ void Worker::on_forward(const net::Forward& f, const net::Payload& body, const n
   ++forwards_;
   tokens_ += batch.size();
   bytes_in_ += f.hidden.bytes;
-  // Residence is measured up to the hand-over to the connection, so it includes the encoding.
-  auto finish_timing = [&](size_t rows) {
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - received_at).count();
+  // Residence ends at the hand-over to the connection (after the encoding), the very instant
+  // stamped as the frame's send time, where the next hop begins.
+  auto encode = [&](const float* rows, size_t n_rows) {
+    const double bytes = static_cast<double>(n_rows * n_embd * net::dtype_size(load_->activations));
+    timings.push_back({0, compute_ms, bytes, hop_in.ms, hop_in.error_ms});
+    auto t = make_tensor(rows, n_rows, n_embd, load_->activations, timings);
+    const auto sent = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(sent - received_at).count();
+    stamp_sent(t, sent, ms);
     busy_ms_ += ms;
-    timings.push_back({ms, compute_ms, static_cast<double>(rows * n_embd * net::dtype_size(load_->activations))});
-    bytes_out_ += rows * n_embd * net::dtype_size(load_->activations);
+    bytes_out_ += n_rows * n_embd * net::dtype_size(load_->activations);
+    return t;
   };
   if (load_->next) {
-    finish_timing(batch.size());
-    auto t = make_tensor(hidden_.data(), batch.size(), n_embd, load_->activations, timings);
+    auto t = encode(hidden_.data(), batch.size());
     if (!load_->next->send(net::Forward{f.micro_batch_id, f.tokens, t.ref}, t.body))
       report(from, static_cast<uint32_t>(ErrorCode::kNextHop),
              fmt::format("node {}: cannot send micro-batch {} to next hop {}: {}", options_.node_id,
@@ -294,8 +305,7 @@ void Worker::on_forward(const net::Forward& f, const net::Payload& body, const n
   h.micro_batch_id = f.micro_batch_id;
   for (const auto& t : f.tokens)
     if (t.output) h.tokens.push_back(t);
-  finish_timing(h.tokens.size());
-  auto t = make_tensor(out_rows_.data(), h.tokens.size(), n_embd, load_->activations, timings);
+  auto t = encode(out_rows_.data(), h.tokens.size());
   h.hidden = t.ref;
   load_->coordinator->send(h, t.body);
 }

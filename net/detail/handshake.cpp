@@ -29,6 +29,7 @@ asio::awaitable<std::optional<CloseInfo>> Session::handshake(AuthSide side,
                                                              std::chrono::milliseconds timeout) {
   auto self = shared_from_this();
   co_await asio::this_coro::throw_if_cancelled(false);
+  is_client_ = side == AuthSide::kClient;
   std::optional<CloseInfo> result;
   try {
     auto raced = co_await (run_handshake(side) || sleep_for(timeout));

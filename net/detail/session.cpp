@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "engine/base/error.h"
 #include "net/detail/asio_util.h"
 
@@ -21,6 +23,7 @@ Session::Session(asio::ip::tcp::socket socket, const SessionConfig& config, Sess
       socket_(std::move(socket)) {
   wake_timer_.emplace(executor_);
   watchdog_timer_.emplace(executor_);
+  delay_timer_.emplace(executor_);
   std::error_code ec;
   auto remote = socket_->remote_endpoint(ec);
   peer_.address = ec ? std::string("?") : fmt::format("{}:{}", remote.address().to_string(),
@@ -61,6 +64,10 @@ CloseInfo io_failure(const std::error_code& ec, std::string_view peer, std::stri
   }
   return {CloseKind::kIoError, fmt::format("{}: {} while transferring the {} ({} of {} bytes)",
                                            peer, ec.message(), what, got, wanted)};
+}
+
+int64_t steady_ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
 }  // namespace
@@ -112,6 +119,7 @@ asio::awaitable<void> Session::reader() {
       record_close(frame.error());
       co_return;
     }
+    const auto received = Clock::now();
     const Message& m = frame->message;
     if (std::holds_alternative<Hello>(m) || std::holds_alternative<AuthChallenge>(m) ||
         std::holds_alternative<AuthResponse>(m)) {
@@ -119,9 +127,10 @@ asio::awaitable<void> Session::reader() {
                                                       message_name(m))});
       co_return;
     }
+    if (handle_probe(m, received)) continue;
     try {
       config_.on_message(Incoming{shared_from_this(), std::move(frame->message),
-                                  std::move(frame->body), std::chrono::steady_clock::now()});
+                                  std::move(frame->body), received});
     } catch (const std::exception& e) {
       record_close({CloseKind::kLocal,
                     fmt::format("the message handler threw on a message from {}: {}", who(),
@@ -157,6 +166,20 @@ asio::awaitable<void> Session::writer() {
       wake_timer_->expires_at(Clock::time_point::max());
       co_await wake_timer_->async_wait(kNoThrow);  // cancelled by wake()
       continue;
+    }
+    if (frame->probe) {
+      // Stamped now, as late as possible: the peer's estimate needs the real write time.
+      const int64_t now = steady_ns(Clock::now());
+      if (auto* ping = std::get_if<ClockPing>(&*frame->probe)) {
+        ping->sent_ns = now;
+        pings_out_[pings_written_++ % pings_out_.size()] = now;
+      }
+      if (auto* pong = std::get_if<ClockPong>(&*frame->probe)) pong->sent_ns = now;
+      frame->head = encode_frame_head(*frame->probe, 0);
+    } else if (config_.test_write_delay.count() > 0) {
+      delay_timer_->expires_after(config_.test_write_delay);
+      co_await delay_timer_->async_wait(kNoThrow);
+      if (ended()) co_return;
     }
     std::array<asio::const_buffer, 3> buffers{
         asio::buffer(frame->head.prefix), asio::buffer(frame->head.header),
@@ -196,6 +219,15 @@ asio::awaitable<void> Session::watchdog() {
       }
       deadline = std::min(deadline, *close_deadline_);
     }
+    if (probing_) {
+      if (now >= next_probe_) {
+        queue_probe(ClockPing{});
+        ++probes_sent_;
+        // A first few quickly, so an estimate exists before the first data frames.
+        next_probe_ = now + (probes_sent_ < 4 ? std::chrono::milliseconds(10) : config_.clock_probe_interval);
+      }
+      deadline = std::min(deadline, next_probe_);
+    }
     watchdog_timer_->expires_at(deadline);
     co_await watchdog_timer_->async_wait(kNoThrow);  // cancelled by wake() or the race
   }
@@ -209,6 +241,10 @@ asio::awaitable<void> Session::serve() {
     serving_ = true;
   }
   last_activity_ = Clock::now();
+  if (is_client_ && config_.clock_probe_interval.count() > 0) {
+    probing_ = true;
+    next_probe_ = last_activity_;
+  }
   try {
     co_await (guarded(reader(), "reader") || guarded(writer(), "writer") ||
               guarded(watchdog(), "watchdog"));
@@ -249,6 +285,7 @@ void Session::finish() {
   socket_.reset();
   wake_timer_.reset();
   watchdog_timer_.reset();
+  delay_timer_.reset();
   switch (info.kind) {
     case CloseKind::kProtocol:
     case CloseKind::kAuth:
@@ -274,6 +311,7 @@ void Session::abort(CloseInfo info) {
   if (socket_) socket_->close(ignored);
   if (wake_timer_) wake_timer_->cancel();
   if (watchdog_timer_) watchdog_timer_->cancel();
+  if (delay_timer_) delay_timer_->cancel();
 }
 
 void Session::release_io() {
@@ -286,6 +324,7 @@ void Session::release_io() {
   socket_.reset();
   wake_timer_.reset();
   watchdog_timer_.reset();
+  delay_timer_.reset();
 }
 
 void Session::wake() {
@@ -299,9 +338,49 @@ void Session::wake() {
   if (watchdog_timer_) watchdog_timer_->cancel();
 }
 
+void Session::queue_probe(Message probe) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!serving_ || close_info_ || close_requested_) return;
+    OutFrame frame;
+    frame.probe = std::move(probe);
+    outbox_bytes_ += frame.bytes();  // the writer subtracts the same when it pops it
+    outbox_.push_front(std::move(frame));
+  }
+  if (wake_timer_) wake_timer_->cancel();
+}
+
+bool Session::handle_probe(const Message& m, Clock::time_point received) {
+  if (const auto* ping = std::get_if<ClockPing>(&m)) {
+    queue_probe(ClockPong{ping->sent_ns, steady_ns(received), 0});
+    if (!probing_ && config_.clock_probe_interval.count() > 0) {  // the peer probes: so do we
+      probing_ = true;
+      next_probe_ = Clock::now();
+      if (watchdog_timer_) watchdog_timer_->cancel();
+    }
+    return true;
+  }
+  if (const auto* pong = std::get_if<ClockPong>(&m)) {
+    // Only an answer to a ping of ours counts (a pong made up by the peer could skew the clock).
+    auto out = std::find(pings_out_.begin(), pings_out_.end(), pong->ping_sent_ns);
+    if (pong->ping_sent_ns == 0 || out == pings_out_.end()) return true;
+    *out = 0;
+    std::lock_guard lock(mutex_);
+    if (!clock_.add(pong->ping_sent_ns, pong->ping_received_ns, pong->sent_ns, steady_ns(received)))
+      spdlog::debug("net: dropped an inconsistent clock probe from {}", who());
+    return true;
+  }
+  return false;
+}
+
+std::optional<ClockEstimate> Session::clock() const {
+  std::lock_guard lock(mutex_);
+  return clock_.estimate(steady_ns(Clock::now()));
+}
+
 bool Session::send(const Message& message, Payload body) {
   FrameHead head = encode_frame_head(message, body.size());  // throws on a local bug
-  OutFrame frame{std::move(head), std::move(body)};
+  OutFrame frame{std::move(head), std::move(body), std::nullopt};
   size_t bytes = frame.bytes();
   bool overflow = false;
   {

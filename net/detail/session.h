@@ -11,6 +11,7 @@
 
 #include <asio.hpp>
 
+#include <array>
 #include <chrono>
 #include <deque>
 #include <mutex>
@@ -34,6 +35,8 @@ struct SessionConfig {
   std::chrono::milliseconds close_linger;
   size_t max_outbox_bytes;
   MessageHandler on_message;
+  std::chrono::milliseconds clock_probe_interval{0};  // NodeOptions::clock_probe_interval
+  std::chrono::milliseconds test_write_delay{0};
 };
 
 // The Node, as seen by its sessions (called on the I/O thread).
@@ -73,6 +76,7 @@ class Session final : public Connection, public std::enable_shared_from_this<Ses
   std::optional<CloseInfo> close_info() const override;
   const PeerInfo& peer() const override { return peer_; }
   uint64_t id() const override { return id_; }
+  std::optional<ClockEstimate> clock() const override;
 
  private:
   struct Frame {
@@ -82,6 +86,8 @@ class Session final : public Connection, public std::enable_shared_from_this<Ses
   struct OutFrame {
     FrameHead head;
     Payload body;
+    // A ClockPing/ClockPong: encoded by the writer, with its send time, when it is written.
+    std::optional<Message> probe;
     size_t bytes() const { return head.prefix.size() + head.header.size() + body.size(); }
   };
 
@@ -105,6 +111,11 @@ class Session final : public Connection, public std::enable_shared_from_this<Ses
   bool ended() const;
   std::string who() const;  // "peer 'id' (address)" for messages
   void wake();              // I/O thread: wake the writer and the watchdog
+  // I/O thread: a probe goes to the front of the outbox (it is small and carries its own
+  // send time, so it may overtake data frames).
+  void queue_probe(Message probe);
+  // I/O thread: a clock probe read at `received`; true if `m` was one (handled here).
+  bool handle_probe(const Message& m, Clock::time_point received);
 
   const SessionConfig& config_;
   SessionHost& host_;
@@ -117,7 +128,14 @@ class Session final : public Connection, public std::enable_shared_from_this<Ses
   std::optional<asio::ip::tcp::socket> socket_;
   std::optional<asio::steady_timer> wake_timer_;      // the writer sleeps on it
   std::optional<asio::steady_timer> watchdog_timer_;
+  std::optional<asio::steady_timer> delay_timer_;  // test_write_delay
   Clock::time_point last_activity_;
+  bool is_client_ = false;  // this side opened the connection
+  bool probing_ = false;    // this side sends clock probes
+  int probes_sent_ = 0;
+  Clock::time_point next_probe_{};
+  std::array<int64_t, 4> pings_out_{};  // send times of recent pings: a pong must echo one
+  size_t pings_written_ = 0;
   std::optional<Clock::time_point> close_deadline_;
 
   // shared with user threads
@@ -131,6 +149,7 @@ class Session final : public Connection, public std::enable_shared_from_this<Ses
   std::optional<std::string> close_requested_;
   std::optional<CloseInfo> close_info_;
   std::function<void(const CloseInfo&)> on_closed_;
+  ClockSync clock_;
 };
 
 }  // namespace baton::net::detail

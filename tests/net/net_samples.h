@@ -99,6 +99,8 @@ inline std::vector<Sample> all_samples() {
   out.push_back({Stats{{{"tokens_per_s", 12.5}, {"queue_depth", 3}}}, {}});
   out.push_back({ErrorReport{3, "sequence 9 unknown"}, {}});
   out.push_back({Goodbye{"shutting down"}, {}});
+  out.push_back({ClockPing{1234567890123}, {}});
+  out.push_back({ClockPong{1234567890123, -987654321, -987000000}, {}});
   return out;
 }
 

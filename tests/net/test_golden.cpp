@@ -1,6 +1,6 @@
 // Golden encoded frames: pin the wire protocol. If one of these changes, old peers can no
 // longer read new frames (or the reverse): bump kProtocolVersion or fix the change. Decoding
-// the committed bytes checks that today's decoder still reads what version 1 wrote.
+// the committed bytes checks that today's decoder still reads what the current version wrote.
 // Regenerate (only for a deliberate protocol change): BATON_PRINT_GOLDEN=1 ./test_net "[golden]"
 #include <catch2/catch.hpp>
 

@@ -118,11 +118,12 @@ std::string model_type(const baton::gguf::GgufFile& file, const baton::ModelConf
   return fmt::format("{} {}L {}", config.arch_name, config.n_layer, ftype);
 }
 
-// Per stage compute and residence ms per token and per hop bytes per token, and the network
-// time of all hops per token, from the coordinator's measurements (Cluster::metrics(): each
-// stage's own clock for its compute and residence, the coordinator's for the round trip;
-// network = round trip - sum of residences). One clock per machine only, so the network time
-// of the hops is measured as a sum, not hop by hop.
+// Per stage compute and residence ms per token, per hop network ms and bytes per token, and
+// the network time of all hops per token, from the coordinator's measurements
+// (Cluster::metrics(): each stage's own clock for its compute and residence, the
+// coordinator's for the round trip; all hops = round trip - sum of residences, exact; each
+// hop = receiver's receipt - sender's hand-over through the link's probed clock offset, with
+// its error bound; see docs/PROTOCOL.md "Per-hop network time").
 void print_stage_stats(const std::string& test, baton::pipeline::Cluster& cluster,
                        const baton::pipeline::ClusterMetrics& before, nlohmann::json& result, bool print) {
   const auto after = cluster.metrics();
@@ -146,13 +147,26 @@ void print_stage_stats(const std::string& test, baton::pipeline::Cluster& cluste
       fmt::print("# {}: stage {} ({}:{}, layers {}-{}): compute {:.3f} ms/token, frame in -> out {:.3f} ms/token\n",
                  test, p.id, p.host, p.port, p.first, p.last - 1, compute, residence);
   }
-  for (size_t h = 0; h <= plan.size(); ++h) {
-    const std::string from = h == 0 ? "coordinator" : plan[h - 1].id;
-    const std::string to = h == plan.size() ? "coordinator" : plan[h].id;
-    const double bytes = h == 0 ? (after.bytes_to_first - before.bytes_to_first) / tokens
-                                : (after.stages[h - 1].bytes_out - before.stages[h - 1].bytes_out) / tokens;
-    hop_list.push_back({{"from", from}, {"to", to}, {"bytes_per_token", bytes}});
-    if (print) fmt::print("# {}: hop {} -> {}: {:.0f} bytes/token ({})\n", test, from, to, bytes, after.activations);
+  for (size_t h = 0; h < after.hops.size(); ++h) {
+    const auto& a = after.hops[h];
+    const baton::pipeline::HopMetrics b = h < before.hops.size() ? before.hops[h] : baton::pipeline::HopMetrics{};
+    const double bytes = (a.bytes - b.bytes) / tokens;
+    const double measured_tokens = static_cast<double>(a.tokens - b.tokens);
+    nlohmann::json hop = {{"from", a.from}, {"to", a.to}, {"bytes_per_token", bytes},
+                          {"passes_unmeasured", a.unmeasured - b.unmeasured}};
+    if (measured_tokens > 0) {
+      const double ms = (a.network_ms - b.network_ms) / measured_tokens;
+      const double err = (a.error_ms - b.error_ms) / measured_tokens;
+      hop["network_ms_per_token"] = ms;
+      hop["error_ms_per_token"] = err;
+      if (print)
+        fmt::print("# {}: hop {} -> {}: {:.0f} bytes/token ({}), network {:.3f} ms/token +- {:.3f}\n", test, a.from, a.to,
+                   bytes, after.activations, ms, err);
+    } else if (print) {
+      fmt::print("# {}: hop {} -> {}: {:.0f} bytes/token ({}), network not measured (no clock estimate)\n", test,
+                 a.from, a.to, bytes, after.activations);
+    }
+    hop_list.push_back(std::move(hop));
   }
   const double rtt = (after.round_trip_ms - before.round_trip_ms) / tokens;
   const double net = (after.network_ms - before.network_ms) / tokens;

@@ -59,7 +59,12 @@ int main(int argc, char** argv) {
   app.add_option("--max-memory", max_memory_mib,
                  "offer at most this much memory to the cluster, in MiB (0: all free memory)")
       ->check(CLI::NonNegativeNumber);
+  int test_write_delay_ms = 0;
+  app.add_option("--test-write-delay-ms", test_write_delay_ms,
+                 "testing only: every frame sent waits this long before it is written (a slow link)")
+      ->check(CLI::Range(0, 60000));
   CLI11_PARSE(app, argc, argv);
+  o.test_write_delay = std::chrono::milliseconds(test_write_delay_ms);
   // Logs go to stderr; stdout carries only the start line.
   spdlog::set_default_logger(spdlog::stderr_color_mt("engine-worker"));
   // A coordinator vanishing must not kill the worker with SIGPIPE.
