@@ -151,8 +151,7 @@ uint64_t GgufWriter::alignment() const {
   return v;
 }
 
-void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_t> ne,
-                            std::span<const uint8_t> data) {
+uint64_t GgufWriter::check_tensor(const std::string& name, GgmlType type, const std::vector<uint64_t>& ne) const {
   for (const auto& t : tensors_)
     if (t.name == name) fail<Error>("GGUF writer: duplicate tensor name '{}'", name);
   if (ne.size() > kMaxDims) fail<Error>("GGUF writer: tensor '{}' has {} dimensions (max {})", name, ne.size(), kMaxDims);
@@ -169,17 +168,37 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_
   if (probe.row_length() % info.block_size != 0)
     fail<Error>("GGUF writer: tensor '{}' of type {} has {} elements per row, not a multiple of the block size {}",
                 name, info.name, probe.row_length(), info.block_size);
-  const uint64_t bytes = n / info.block_size * info.block_bytes;
-  if (bytes != data.size())
-    fail<Error>("GGUF writer: tensor '{}' of type {} and shape needs {} bytes, got {}", name, info.name, bytes,
-                data.size());
-  tensors_.push_back(Tensor{std::move(name), type, std::move(ne), data});
+  return n / info.block_size * info.block_bytes;
 }
 
-void GgufWriter::write(std::ostream& out) const {
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_t> ne,
+                            std::span<const uint8_t> data) {
+  const uint64_t bytes = check_tensor(name, type, ne);
+  if (bytes != data.size())
+    fail<Error>("GGUF writer: tensor '{}' of type {} and shape needs {} bytes, got {}", name,
+                require_ggml_type(type).name, bytes, data.size());
+  tensors_.push_back(Tensor{std::move(name), type, std::move(ne), bytes, data, false});
+}
+
+void GgufWriter::declare_tensor(std::string name, GgmlType type, std::vector<uint64_t> ne) {
+  const uint64_t bytes = check_tensor(name, type, ne);
+  tensors_.push_back(Tensor{std::move(name), type, std::move(ne), bytes, {}, true});
+}
+
+uint64_t GgufWriter::offset_of(size_t index) const {
+  const uint64_t align = alignment();
+  uint64_t offset = 0;
+  for (size_t i = 0;; ++i) {
+    offset = (offset + align - 1) / align * align;
+    if (i == index) return offset;
+    offset += tensors_[i].bytes;
+  }
+}
+
+void GgufWriter::write_header(std::ostream& out) const {
   const uint64_t align = alignment();
   std::string h;
-  put<uint32_t>(h, 0x46554747);
+  put<uint32_t>(h, 0x46554747);  // "GGUF"
   put<uint32_t>(h, 3);
   put<uint64_t>(h, tensors_.size());
   put<uint64_t>(h, metadata_.entries().size());
@@ -189,29 +208,38 @@ void GgufWriter::write(std::ostream& out) const {
     encode_value(h, value, key);
   }
   uint64_t offset = 0;
-  std::vector<uint64_t> offsets;
   for (const auto& t : tensors_) {
     put_string(h, t.name);
     put<uint32_t>(h, static_cast<uint32_t>(t.ne.size()));
     for (uint64_t d : t.ne) put<uint64_t>(h, d);
     put<uint32_t>(h, static_cast<uint32_t>(t.type));
     offset = (offset + align - 1) / align * align;
-    offsets.push_back(offset);
     put<uint64_t>(h, offset);
-    offset += t.data.size();
+    offset += t.bytes;
   }
   h.resize((h.size() + align - 1) / align * align, '\0');
   out.write(h.data(), static_cast<std::streamsize>(h.size()));
-
-  const std::string zeros(static_cast<size_t>(align), '\0');
-  uint64_t written = 0;
-  for (size_t i = 0; i < tensors_.size(); ++i) {
-    out.write(zeros.data(), static_cast<std::streamsize>(offsets[i] - written));
-    const auto& d = tensors_[i].data;
-    out.write(reinterpret_cast<const char*>(d.data()), static_cast<std::streamsize>(d.size()));
-    written = offsets[i] + d.size();
-  }
   if (!out) fail<Error>("GGUF writer: write failed");
+}
+
+void GgufWriter::write_data(std::ostream& out, size_t index, std::span<const uint8_t> data) const {
+  if (index >= tensors_.size())
+    fail<Error>("GGUF writer: tensor #{} written, only {} declared", index, tensors_.size());
+  const Tensor& t = tensors_[index];
+  if (data.size() != t.bytes)
+    fail<Error>("GGUF writer: tensor '{}' needs {} bytes, got {}", t.name, t.bytes, data.size());
+  const uint64_t end_of_previous = index == 0 ? 0 : offset_of(index - 1) + tensors_[index - 1].bytes;
+  const std::string zeros(static_cast<size_t>(offset_of(index) - end_of_previous), '\0');
+  out.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  if (!out) fail<Error>("GGUF writer: writing tensor '{}' failed", t.name);
+}
+
+void GgufWriter::write(std::ostream& out) const {
+  for (const auto& t : tensors_)
+    if (t.declared) fail<Error>("GGUF writer: tensor '{}' was declared without data; stream it with write_data()", t.name);
+  write_header(out);
+  for (size_t i = 0; i < tensors_.size(); ++i) write_data(out, i, tensors_[i].data);
 }
 
 void GgufWriter::write(const std::string& path) const {

@@ -1,5 +1,6 @@
-// Streaming GGUF quantizer: header first (all output sizes are known from the plan), then each
-// tensor converted row-chunk by row-chunk on n_threads and written at its aligned offset.
+// Streaming GGUF quantizer: the GgufWriter's header first (all output sizes are known from the
+// plan, tensors declared), then each tensor converted row-chunk by row-chunk on n_threads and
+// streamed through the writer at its aligned offset.
 #include "engine/quantize/quantize_model.h"
 
 #include <algorithm>
@@ -18,51 +19,9 @@
 namespace baton::quantize {
 namespace {
 
-template <class T>
-void put(std::string& out, T v) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));  // little-endian hosts only
-  out.append(b, sizeof(T));
-}
-
-void put_string(std::string& out, std::string_view s) {
-  put<uint64_t>(out, s.size());
-  out.append(s);
-}
-
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
 uint64_t tensor_bytes(const gguf::TensorInfo& t, GgmlType type) {
   const auto& info = require_ggml_type(type);
   return t.n_elements() / info.block_size * info.block_bytes;
-}
-
-// Header + tensor infos + padding to the data section, for the given output types.
-std::string encode_header(const gguf::Metadata& md, const std::vector<gguf::TensorInfo>& tensors,
-                          const std::vector<TensorPlan>& plan, uint64_t alignment) {
-  std::string h;
-  put<uint32_t>(h, 0x46554747);  // "GGUF"
-  put<uint32_t>(h, 3);
-  put<uint64_t>(h, tensors.size());
-  put<uint64_t>(h, md.entries().size());
-  for (const auto& [key, value] : md.entries()) {
-    put_string(h, key);
-    put<uint32_t>(h, static_cast<uint32_t>(value.type));
-    gguf::encode_value(h, value, key);
-  }
-  uint64_t offset = 0;
-  for (size_t i = 0; i < plan.size(); ++i) {
-    const auto& t = tensors[plan[i].index];
-    put_string(h, t.name);
-    put<uint32_t>(h, static_cast<uint32_t>(t.ne.size()));
-    for (uint64_t d : t.ne) put<uint64_t>(h, d);
-    put<uint32_t>(h, static_cast<uint32_t>(plan[i].type));
-    offset = align_up(offset, alignment);
-    put<uint64_t>(h, offset);
-    offset += tensor_bytes(t, plan[i].type);
-  }
-  h.resize(align_up(h.size(), alignment), '\0');
-  return h;
 }
 
 // The weight quantizer of a type: the table's scalar from_float, except for Q8_0 whose table
@@ -122,30 +81,31 @@ QuantizeResult quantize_model(const std::string& in_path, const std::string& out
   gguf::Metadata md = file->metadata();
   md.set_uint32("general.quantization_version", 2);
   md.set_uint32("general.file_type", static_cast<uint32_t>(options.ftype));
-  const uint64_t alignment = gguf::GgufWriter(md).alignment();
-  const std::string header = encode_header(md, tensors, plan, alignment);
+  gguf::GgufWriter writer(std::move(md));
+  for (const auto& p : plan) writer.declare_tensor(tensors[p.index].name, p.type, tensors[p.index].ne);
 
   const std::string tmp_path = out_path + ".tmp";
   std::ofstream out(tmp_path, std::ios::binary | std::ios::trunc);
   if (!out) fail<Error>("quantize: cannot create '{}': {}", tmp_path, std::strerror(errno));
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  // The writer's errors name the tensor; these name the file too.
+  auto written = [&](const char* what, auto&& write) {
+    try {
+      write();
+    } catch (const Error& e) {
+      fail<Error>("quantize: writing {} of '{}' failed: {} ({})", what, tmp_path, e.what(), std::strerror(errno));
+    }
+  };
+  written("the header", [&] { writer.write_header(out); });
 
   QuantizeResult result;
   std::vector<uint8_t> buffer;
-  uint64_t offset = 0;
   const int n_threads = std::max(1, options.n_threads);
   for (size_t i = 0; i < plan.size(); ++i) {
     const auto& t = tensors[plan[i].index];
-    const uint64_t padded = align_up(offset, alignment);
-    if (padded > offset) {
-      const std::string zeros(padded - offset, '\0');
-      out.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
-      offset = padded;
-    }
     const auto src = file->tensor_data(t);
     const uint64_t n_out = tensor_bytes(t, plan[i].type);
     if (!plan[i].quantize) {
-      out.write(reinterpret_cast<const char*>(src.data()), static_cast<std::streamsize>(src.size()));
+      written("a tensor", [&] { writer.write_data(out, i, src); });
     } else {
       buffer.resize(n_out);
       const uint64_t n_rows = t.n_rows();
@@ -156,11 +116,10 @@ QuantizeResult quantize_model(const std::string& in_path, const std::string& out
                              std::cref(*ops[i].second), buffer.data(), w * per, std::min(n_rows, (w + 1) * per));
       convert_rows(t, src.data(), *ops[i].first, *ops[i].second, buffer.data(), 0, std::min(n_rows, per));
       for (auto& w : workers) w.join();
-      out.write(reinterpret_cast<const char*>(buffer.data()), static_cast<std::streamsize>(n_out));
+      written("a tensor", [&] { writer.write_data(out, i, buffer); });
       ++result.n_quantized;
     }
     file->release(t);
-    offset += n_out;
     result.in_bytes += t.n_bytes;
     result.out_bytes += n_out;
     if (!out) fail<Error>("quantize: writing '{}' failed at tensor '{}': {}", tmp_path, t.name, std::strerror(errno));
