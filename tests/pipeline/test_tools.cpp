@@ -2,92 +2,45 @@
 // engine-bench --config prints the per-stage table, engine-coordinator --config loads the
 // cluster and stops cleanly on SIGTERM.
 #include <catch2/catch.hpp>
-#include <fcntl.h>
 #include <fmt/core.h>
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
-#include <sstream>
-#include <thread>
+#include <memory>
 
 #include "cluster_helpers.h"
-
-extern char** environ;
+#include "support/process.h"
 
 namespace {
 
 using baton::test::cluster_yaml;
 using baton::test::spawn_workers;
-using Clock = std::chrono::steady_clock;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A tool run with stdout and stderr in files; killed and reaped by the destructor.
+// A tool run with stdout in memory and stderr in a file; killed and reaped by the destructor.
 class Tool {
  public:
   Tool(const std::string& name, std::vector<std::string> args) {
     static int n = 0;
-    const std::string base = baton::test::temp_dir() + "/" + name + "-" + std::to_string(n++);
-    out_ = base + ".out";
-    err_ = base + ".err";
+    baton::test::ProcessOptions po;
+    po.stderr_path = baton::test::temp_dir() + "/" + name + "-" + std::to_string(n++) + ".err";
     args.insert(args.begin(), baton::test::binary_dir() + "/bin/" + name);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int rc = posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error("cannot spawn " + args[0]);
+    process_ = std::make_unique<baton::test::Process>(std::move(args), po);
   }
-  ~Tool() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  // Exit status, or -1 (killed) if it did not end within `limit`.
-  int wait(std::chrono::milliseconds limit) {
-    const auto end = Clock::now() + limit;
-    while (Clock::now() < end) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return -1;
-  }
+  // Exit status, or -1 if it did not end within `limit`.
+  int wait(std::chrono::milliseconds limit) { return process_->wait(limit); }
   bool wait_for_output(const std::string& text, std::chrono::milliseconds limit) {
-    const auto end = Clock::now() + limit;
-    while (Clock::now() < end) {
-      if (out().find(text) != std::string::npos) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+    return process_->wait_for_output(text, limit);
   }
-  void signal(int sig) { kill(pid_, sig); }
-  std::string out() const { return read_file(out_); }
-  std::string err() const { return read_file(err_); }
+  void signal(int sig) { process_->signal(sig); }
+  std::string out() const { return process_->output(); }
+  std::string err() const { return process_->error_output(); }
 
  private:
-  pid_t pid_ = -1;
-  std::string out_, err_;
+  std::unique_ptr<baton::test::Process> process_;
 };
 
 std::string write_yaml(const std::string& text) {
@@ -157,6 +110,11 @@ TEST_CASE("engine-bench --config prints the measured per-stage and per-hop table
   CHECK(out.find("# tg8: hop node-01 -> node-02: 128 bytes/token (f16)") != std::string::npos);
   CHECK(out.find("# tg8: hop node-02 -> coordinator: 128 bytes/token (f16)") != std::string::npos);
   CHECK(out.find("# pp16: hop node-02 -> coordinator: 8 bytes/token (f16)") != std::string::npos);  // 1 row of 16
+  // ... and each hop's own network time, with its error bound.
+  CHECK(out.find("# tg8: hop coordinator -> node-01: 128 bytes/token (f16), network ") != std::string::npos);
+  CHECK(out.find("# tg8: hop node-01 -> node-02: 128 bytes/token (f16), network ") != std::string::npos);
+  CHECK(out.find("# tg8: hop node-02 -> coordinator: 128 bytes/token (f16), network ") != std::string::npos);
+  CHECK(out.find("not measured") == std::string::npos);
 }
 
 TEST_CASE("engine-coordinator --config loads the cluster and stops cleanly on SIGTERM", "[pipeline]") {
