@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "engine/base/fp16.h"
 
@@ -52,7 +53,7 @@ struct LoadBF16 {
 constexpr int kTbDecodeRows = 8;  // tinyBLAS order, n_tok == 1: 8 rows
 constexpr int kTbRows = 3;        // tinyBLAS order, n_tok > 1: 3 x 4 accumulators
 constexpr int kTbToks = 4;
-constexpr int kVdRows = 2;        // vec_dot order: 2 rows x 4 accumulators for one token,
+constexpr int kVdRows = 3;        // vec_dot order: 3 rows x 4 accumulators for one token,
 constexpr int kVdRowsBatch = 1;   // 1 row x 2 tokens for several
 constexpr int kVdToks = 2;
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "engine/base/fp16.h"
 
@@ -41,8 +42,8 @@ struct LoadBF16 {
 constexpr int kTbDecodeRows = 8;  // tinyBLAS order, n_tok == 1: 8 rows
 constexpr int kTbRows = 4;        // tinyBLAS order, n_tok > 1: 4 x 6 accumulators (ymm0-31)
 constexpr int kTbToks = 6;
-constexpr int kVdRows = 4;        // vec_dot order: 4 rows x 4 accumulators for one token,
-constexpr int kVdRowsBatch = 2;   // 2 rows x 2 tokens for several
+constexpr int kVdRows = 6;        // vec_dot order: 6 rows x 4 accumulators for one token,
+constexpr int kVdRowsBatch = 3;   // 3 rows x 2 tokens for several
 constexpr int kVdToks = 2;
 
 #include "kernels/float_gemm.inc"
