@@ -223,6 +223,21 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
                 _mm256_maddubs_epi16(ov, load32(ar + b * sizeof(BlockQ8K) + offsetof(BlockQ8K, qs) + 32 * c));
       }
     }
+    if (nt == 1) {
+      // Decode: one token, so the decoded block can stay in registers (no token loop around it).
+      const uint8_t* ar = a8 + static_cast<size_t>(t0) * a_stride;
+      for (int64_t r = 0; r < n_rows; ++r) {
+        const uint8_t* wr = w8 + static_cast<size_t>(r) * w_stride;
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+          WBlock wb;
+          Fmt::load(wr + static_cast<size_t>(b) * Fmt::kBytes, wb);
+          acc = block_step<Fmt>(wb, ar + static_cast<size_t>(b) * sizeof(BlockQ8K), off ? off + b * 8 : nullptr, acc);
+        }
+        out[static_cast<size_t>(t0) * out_stride + static_cast<size_t>(r)] = hsum8(acc);
+      }
+      continue;
+    }
     for (int64_t r = 0; r < n_rows; ++r) {
       const uint8_t* wr = w8 + static_cast<size_t>(r) * w_stride;
       __m256 acc[kTokenTile];
