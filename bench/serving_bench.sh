@@ -2,7 +2,8 @@
 # Serving throughput, Baton vs llama.cpp: engine-coordinator --model and bench/llamacpp/server.mjs
 # (node-llama-cpp: one llama.cpp context with 8 sequences, NOT llama-server) are started in turn,
 # REPS times alternately, and bench/http_load.py drives each with 1 and 8 concurrent streaming
-# clients. Prints every run and a median table (markdown) with the load average at the time.
+# clients. Prints every run and a median table (markdown) with the load average at the time and the
+# server's CPU time (tokens per CPU-second of the server process: less sensitive to a shared machine).
 # Usage: bench/serving_bench.sh [MODEL=/work/models/tinyllama-Q4_K_M.gguf] [REPS=3] [THREADS=2]
 # env: BUILD (default build), CLIENTS ("1 8"), N_GEN (64), PROMPT_WORDS (24), SLOTS (8), CTX (512),
 #      OUT (raw JSON lines, default /tmp/serving_bench.jsonl), SERVERS ("baton llamacpp")
@@ -34,6 +35,7 @@ stop_server() {
   fi
 }
 trap stop_server EXIT
+trap "exit 130" INT TERM
 
 start_server() {  # $1 = baton | llamacpp; waits until /health answers 200
   local log="/tmp/serving_bench_$1.log"
@@ -52,6 +54,10 @@ start_server() {  # $1 = baton | llamacpp; waits until /health answers 200
   exit 1
 }
 
+cpu_ticks() {  # user + system clock ticks of the server process (all its threads)
+  awk '{print $14 + $15}' "/proc/$server_pid/stat"
+}
+
 load="$ROOT/bench/http_load.py"
 for rep in $(seq 1 "$REPS"); do
   for server in $SERVERS; do
@@ -59,9 +65,11 @@ for rep in $(seq 1 "$REPS"); do
     python3 "$load" --url "http://127.0.0.1:$PORT" -c 1 -n 4 --json >/dev/null  # warm-up: page in, start threads
     for c in $CLIENTS; do
       la="$(cut -d' ' -f1 /proc/loadavg)"
+      cpu0="$(cpu_ticks)"
       line="$(python3 "$load" --url "http://127.0.0.1:$PORT" -c "$c" -n "$N_GEN" -p "$PROMPT_WORDS" --json)"
-      echo "{\"server\": \"$server\", \"rep\": $rep, \"load\": $la, \"utc\": \"$(date -u +%H:%M)\", \"run\": $line}" >>"$OUT"
-      echo "rep $rep $server clients $c load $la: $line"
+      cpu="$(( $(cpu_ticks) - cpu0 ))"
+      echo "{\"server\": \"$server\", \"rep\": $rep, \"load\": $la, \"utc\": \"$(date -u +%H:%M)\", \"cpu_seconds\": $(python3 -c "print($cpu / $(getconf CLK_TCK))"), \"run\": $line}" >>"$OUT"
+      echo "rep $rep $server clients $c load $la cpu ${cpu} ticks: $line"
     done
     stop_server
   done
@@ -73,8 +81,8 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 med = lambda xs: statistics.median(xs) if xs else None
 f = lambda v, d=2: "-" if v is None else "%.*f" % (d, v)
 print("\nmodel %s, %s threads, median of %d alternated runs" % (sys.argv[2], sys.argv[3], max(r["rep"] for r in rows)))
-print("| server | clients | aggregate tok/s | ratio vs 1 client | per-client tok/s | TTFT p50 s | TTFT p95 s | ITL p50 ms | ITL p95 ms | errors | load avg |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+print("| server | clients | aggregate tok/s | ratio vs 1 client | per-client tok/s | TTFT p50 s | TTFT p95 s | ITL p50 ms | ITL p95 ms | tok per server CPU-s | errors | load avg |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 base = {}
 for server in dict.fromkeys(r["server"] for r in rows):
     for c in sorted({r["run"]["clients"] for r in rows if r["server"] == server}):
@@ -85,7 +93,9 @@ for server in dict.fromkeys(r["server"] for r in rows):
         ratio = "%.2fx" % (agg / base[server]) if base.get(server) else "-"
         ms = lambda v: None if v is None else v * 1e3
         loads = [r["load"] for r in runs]
-        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %d | %.1f-%.1f |" % (
+        per_cpu = med([r["run"]["completion_tokens"] / r["cpu_seconds"] for r in runs if r.get("cpu_seconds")])
+        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f-%.1f |" % (
             server, c, f(agg), ratio, f(g("per_client_tok_s_p50")), f(g("ttft_p50"), 3), f(g("ttft_p95"), 3),
-            f(ms(g("itl_p50")), 1), f(ms(g("itl_p95")), 1), sum(r["run"]["errors"] for r in runs), min(loads), max(loads)))
+            f(ms(g("itl_p50")), 1), f(ms(g("itl_p95")), 1), f(per_cpu), sum(r["run"]["errors"] for r in runs),
+            min(loads), max(loads)))
 EOF

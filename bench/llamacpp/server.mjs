@@ -187,9 +187,9 @@ async function main() {
   server.keepAliveTimeout = 5000;
   await new Promise((resolve, reject) => { server.once("error", reject); server.listen(o.port, o.host, resolve); });
   console.log(`listening on http://${o.host}:${server.address().port}`);
-  const stop = async () => {
+  // Exit at once: disposing the context would wait for generations still in flight.
+  const stop = () => {
     server.close();
-    await context.dispose(); await model.dispose(); await llama.dispose();
     process.exit(0);
   };
   process.on("SIGTERM", stop);
