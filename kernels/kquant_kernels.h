@@ -18,9 +18,8 @@
 //   lane_L = fma(a.d * f16(w.d), float(sum_j scale_j * sum of the products at positions
 //            32j + 4L .. 32j + 4L + 3), lane_L);   summs = fma(-a.d * f16(w.dmin), float(sum_j summ_j), summs)
 //   result = ggml's hsum_float_8(lane) + summs
-// Q2_K Q3_K Q6_K: see their files (kq_lanes_*.h); the single-chain contract below is what the
-// shared kernels still compute for formats that do not override it:
-//   acc = fma(f16(w.d) * a.d, float(sumi), acc); acc = fma(-(f16(w.dmin) * a.d), float(summ), acc)
+// Q2_K Q3_K Q6_K: the scalar references are declared here; their ISA gemms live in
+// kq_lanes_kernels.h (llama.cpp's AVX2 vec_dot order, defined in kq_lanes_scalar.h).
 //
 // to_float is bit-identical across ISAs and reproduces ggml's dequantize_row_qN_K
 // (d1 = d * sc, m1 = dmin * m, x = d1 * q - m1, without FMA contraction).
@@ -70,17 +69,11 @@ void dequantize_q4_k(const void* src, float* dst, int64_t n);
 void dequantize_q5_k(const void* src, float* dst, int64_t n);
 void dequantize_q6_k(const void* src, float* dst, int64_t n);
 void quantize_q8_k(const float* src, void* dst, int64_t n);
-void gemm_q2_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
-void gemm_q3_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
 void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                int64_t n_tok, float* out, size_t out_stride);
 void gemm_q4_k_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                        int64_t n_tok, float* out, size_t out_stride);
 void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
-void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                int64_t n_tok, float* out, size_t out_stride);
 }  // namespace avx2
 
@@ -94,29 +87,17 @@ void dequantize_q4_k(const void* src, float* dst, int64_t n);
 void dequantize_q5_k(const void* src, float* dst, int64_t n);
 void dequantize_q6_k(const void* src, float* dst, int64_t n);
 void quantize_q8_k(const float* src, void* dst, int64_t n);
-void gemm_q2_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
-void gemm_q3_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
 void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                int64_t n_tok, float* out, size_t out_stride);
 void gemm_q4_k_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                        int64_t n_tok, float* out, size_t out_stride);
 void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                int64_t n_tok, float* out, size_t out_stride);
-void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
-void gemm_q2_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                    int64_t n_tok, float* out, size_t out_stride);
-void gemm_q3_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                    int64_t n_tok, float* out, size_t out_stride);
 void gemm_q4_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                     int64_t n_tok, float* out, size_t out_stride);
 void gemm_q4_k_grouped_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
                             size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
 void gemm_q5_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                    int64_t n_tok, float* out, size_t out_stride);
-void gemm_q6_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                     int64_t n_tok, float* out, size_t out_stride);
 }  // namespace avx512
 

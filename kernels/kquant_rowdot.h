@@ -5,8 +5,9 @@
 // levels of vphaddd, scaled by vpmulld and reduced across the 8 rows into one lane per row.
 // Per (row, token) and super-block this is the same exact integer sumi / summ as every other
 // variant (integer sums do not depend on their order), and the float steps are those of the
-// contract in kquant_kernels.h, lane-wise, so results are bit-identical to the scalar
-// reference for any n_rows / n_tok / tile position (batch invariance).
+// Q4_K / Q5_K orders in kquant_kernels.h, lane-wise, so results are bit-identical to the scalar
+// reference for any n_rows / n_tok / tile position (batch invariance). Q2_K/Q3_K/Q6_K have their
+// own kernels (kq_lanes_gemm.h).
 //
 // Included by files built for x86-64-v3 or higher; internal linkage keeps each ISA's copy.
 #pragma once
@@ -41,37 +42,16 @@ inline __m256i shift16(__m256i v) {
   else return v;
 }
 
-// Formats whose decode row kernel runs Order::kSplit of kquant_rows256.h (two chains, d * sumi
-// and dmin * summ, subtracted at the end) instead of the single-chain contract.
-template <class Fmt>
-constexpr bool split_mins() {
-  if constexpr (requires { Fmt::kSplitMins; }) return Fmt::kSplitMins;
-  else return false;
-}
-
 // Up to this many tokens the gemms use gemm_rowdot (decode); larger batches the tiled kernels.
 inline constexpr int64_t kRowdotMaxTokens = 1;
 
 // One weight super-block in registers.
 struct RegBlock {
   __m256i q[8];   // chunk c: unsigned quants of elements 32c .. 32c + 31
-  __m128i sc;     // int8 scale per 16-element sub-block, in vphaddd order (hadd_order16), or in
-                  // the vpackssdw order of it (packed_order16) for formats with kSumsFitInt16
-  __m256i mins;   // kMins formats: int16 min per 16-element sub-block, natural order
+  __m128i sc;     // int8 scale per 16-element sub-block, in vphaddd order, or in the vpackssdw
+                  // order of it for formats with kSumsFitInt16 (see k4_scales)
+  __m256i mins;   // int16 min per 16-element sub-block, natural order
 };
-
-// After two vphaddd levels over chunks 0..3 the lanes hold the sums of 16-element sub-blocks
-// 0 2 4 6 | 1 3 5 7 (and 8 10 12 14 | 9 11 13 15 for chunks 4..7): the scales in that order.
-inline __m128i hadd_order16(__m128i natural) {
-  return _mm_shuffle_epi8(natural, _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15));
-}
-
-// Formats whose 16-element sub-block sums fit in int16 (|sum| <= 16 * max|q| * 127 < 2^15) pack
-// the two sum vectors with vpackssdw (exact: nothing saturates) and scale them with one
-// vpmaddwd: the lanes are then sub-blocks 0 2 4 .. 14 | 1 3 5 .. 15.
-inline __m128i packed_order16(__m128i natural) {
-  return _mm_shuffle_epi8(natural, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
-}
 
 // Q4_K/Q5_K: the 8 6-bit scales and mins of the 32-element sub-blocks, unpacked in vector
 // registers from the 12 packed bytes (u0 = bytes 0..3, u1 = 4..7, u2 = 8..11; see
@@ -101,10 +81,8 @@ inline void k4_scales(const uint8_t* packed, RegBlock& r) {
 
 struct RowQ4K {
   static constexpr bool kSumsFitInt16 = true;  // 16 * 15 * 127
-  static constexpr bool kSplitMins = true;     // llama.cpp's repacked GEMV order (Order::kSplit)
   static constexpr size_t kBytes = sizeof(BlockQ4K);
   static constexpr Kind kKind = Kind::kMins;
-  static constexpr int kOffsetShift = 0;
   static constexpr size_t kD = offsetof(BlockQ4K, d), kDmin = offsetof(BlockQ4K, dmin);
   static void load(const uint8_t* x, RegBlock& r) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -123,7 +101,6 @@ struct RowQ5K {
   static constexpr size_t kScales = offsetof(BlockQ5K, scales);
   static constexpr size_t kBytes = sizeof(BlockQ5K);
   static constexpr Kind kKind = Kind::kMins;
-  static constexpr int kOffsetShift = 0;
   static constexpr size_t kD = offsetof(BlockQ5K, d), kDmin = offsetof(BlockQ5K, dmin);
   template <int C>
   static void pair(const uint8_t* x, __m256i qh, RegBlock& r) {
@@ -143,87 +120,6 @@ struct RowQ5K {
   }
 };
 
-struct RowQ6K {
-  static constexpr bool kSumsFitInt16 = false;  // 16 * 32 * 127 after the offset
-  static constexpr size_t kBytes = sizeof(BlockQ6K);
-  static constexpr Kind kKind = Kind::kOffset;
-  static constexpr int kOffsetShift = 5;  // q - 32
-  static constexpr size_t kD = offsetof(BlockQ6K, d), kDmin = 0;
-  static void load(const uint8_t* x, RegBlock& r) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
-    for (int h = 0; h < 2; ++h) {
-      const __m256i ql0 = load32(x + offsetof(BlockQ6K, ql) + 64 * h);
-      const __m256i ql1 = load32(x + offsetof(BlockQ6K, ql) + 64 * h + 32);
-      const __m256i qh = load32(x + offsetof(BlockQ6K, qh) + 32 * h);
-      // 16-bit shifts move bits across bytes; the 0x30 mask keeps only the wanted pair.
-      r.q[4 * h + 0] = or_and(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(qh, 4), bits45);
-      r.q[4 * h + 1] = or_and(_mm256_and_si256(ql1, low4), _mm256_slli_epi16(qh, 2), bits45);
-      r.q[4 * h + 2] = or_and(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), qh, bits45);
-      r.q[4 * h + 3] = or_and(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4), _mm256_srli_epi16(qh, 2), bits45);
-    }
-    r.sc = hadd_order16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + offsetof(BlockQ6K, scales))));
-  }
-};
-
-struct RowQ3K {
-  static constexpr bool kSumsFitInt16 = true;  // 16 * 4 * 127 after the offset
-  static constexpr size_t kBytes = sizeof(BlockQ3K);
-  static constexpr Kind kKind = Kind::kOffset;
-  static constexpr int kOffsetShift = 2;  // q - 4
-  static constexpr size_t kD = offsetof(BlockQ3K, d), kDmin = 0;
-  // Chunk 4H + J: bits 2J..2J+1 of qs[32H + l], bit 2 from bit 4H + J of hmask[l].
-  template <int H, int J>
-  static __m256i chunk(__m256i q32, __m256i hmask) {
-    const __m256i two = _mm256_and_si256(shift16<-2 * J>(q32), _mm256_set1_epi8(3));
-    return or_and(two, shift16<2 - (4 * H + J)>(hmask), _mm256_set1_epi8(4));
-  }
-  static void load(const uint8_t* x, RegBlock& r) {
-    const __m256i hmask = load32(x + offsetof(BlockQ3K, hmask));
-    const __m256i q0 = load32(x + offsetof(BlockQ3K, qs)), q1 = load32(x + offsetof(BlockQ3K, qs) + 32);
-    r.q[0] = chunk<0, 0>(q0, hmask);
-    r.q[1] = chunk<0, 1>(q0, hmask);
-    r.q[2] = chunk<0, 2>(q0, hmask);
-    r.q[3] = chunk<0, 3>(q0, hmask);
-    r.q[4] = chunk<1, 0>(q1, hmask);
-    r.q[5] = chunk<1, 1>(q1, hmask);
-    r.q[6] = chunk<1, 2>(q1, hmask);
-    r.q[7] = chunk<1, 3>(q1, hmask);
-    // The 16 6-bit scales (biased by 32): low nibbles from bytes 0..7, high pairs from 8..11.
-    constexpr uint32_t kLow2 = 0x03030303, kLow4 = 0x0f0f0f0f;
-    uint32_t a[3];
-    std::memcpy(a, x + offsetof(BlockQ3K, scales), 12);
-    const __m128i sc = _mm_setr_epi32(static_cast<int>((a[0] & kLow4) | ((a[2] & kLow2) << 4)),
-                                      static_cast<int>((a[1] & kLow4) | (((a[2] >> 2) & kLow2) << 4)),
-                                      static_cast<int>(((a[0] >> 4) & kLow4) | (((a[2] >> 4) & kLow2) << 4)),
-                                      static_cast<int>(((a[1] >> 4) & kLow4) | (((a[2] >> 6) & kLow2) << 4)));
-    r.sc = packed_order16(_mm_sub_epi8(sc, _mm_set1_epi8(32)));
-  }
-};
-
-struct RowQ2K {
-  static constexpr bool kSumsFitInt16 = true;  // 16 * 3 * 127
-  static constexpr size_t kBytes = sizeof(BlockQ2K);
-  static constexpr Kind kKind = Kind::kMins;
-  static constexpr int kOffsetShift = 0;
-  static constexpr size_t kD = offsetof(BlockQ2K, d), kDmin = offsetof(BlockQ2K, dmin);
-  static void load(const uint8_t* x, RegBlock& r) {
-    const __m256i three = _mm256_set1_epi8(3);
-    const __m256i q0 = load32(x + offsetof(BlockQ2K, qs)), q1 = load32(x + offsetof(BlockQ2K, qs) + 32);
-    r.q[0] = _mm256_and_si256(q0, three);
-    r.q[1] = _mm256_and_si256(_mm256_srli_epi16(q0, 2), three);
-    r.q[2] = _mm256_and_si256(_mm256_srli_epi16(q0, 4), three);
-    r.q[3] = _mm256_and_si256(_mm256_srli_epi16(q0, 6), three);
-    r.q[4] = _mm256_and_si256(q1, three);
-    r.q[5] = _mm256_and_si256(_mm256_srli_epi16(q1, 2), three);
-    r.q[6] = _mm256_and_si256(_mm256_srli_epi16(q1, 4), three);
-    r.q[7] = _mm256_and_si256(_mm256_srli_epi16(q1, 6), three);
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + offsetof(BlockQ2K, scales)));
-    const __m128i low4 = _mm_set1_epi8(0x0F);
-    r.sc = packed_order16(_mm_and_si128(packed, low4));
-    r.mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), low4));
-  }
-};
-
 // Dot products of 4 unsigned weight bytes with 4 signed activation bytes per dword lane.
 struct DotMaddubs {
   static __m256i dot(__m256i q, __m256i a) {
@@ -234,8 +130,7 @@ struct DotMaddubs {
 
 // The integer part of one row's super-block: lanes whose sum is sumi (P) and summ (M).
 template <class Fmt, class Dot>
-inline void row_block_sums(const uint8_t* wb, const uint8_t* ab, __m256i bsums, __m256i off_a, __m256i off_b,
-                           __m256i& p, __m256i& m) {
+inline void row_block_sums(const uint8_t* wb, const uint8_t* ab, __m256i bsums, __m256i& p, __m256i& m) {
   RegBlock r;
   Fmt::load(wb, r);
   const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
@@ -243,16 +138,12 @@ inline void row_block_sums(const uint8_t* wb, const uint8_t* ab, __m256i bsums, 
   for (int c = 0; c < 8; ++c) v[c] = Dot::dot(r.q[c], load32(aq + 32 * c));
   __m256i sa = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
   __m256i sb = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-  if constexpr (Fmt::kKind == Kind::kOffset) {
-    sa = _mm256_sub_epi32(sa, off_a);
-    sb = _mm256_sub_epi32(sb, off_b);
-  }
   if constexpr (Fmt::kSumsFitInt16)
     p = _mm256_madd_epi16(_mm256_packs_epi32(sa, sb), _mm256_cvtepi8_epi16(r.sc));
   else
     p = _mm256_add_epi32(_mm256_mullo_epi32(sa, _mm256_cvtepi8_epi32(r.sc)),
                          _mm256_mullo_epi32(sb, _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(r.sc, r.sc))));
-  if constexpr (Fmt::kKind == Kind::kMins) m = _mm256_madd_epi16(r.mins, bsums);
+  m = _mm256_madd_epi16(r.mins, bsums);
 }
 
 // The low 16 bits of each of the 8 dwords, packed into 8 words.
@@ -268,13 +159,12 @@ inline __m128i pack_low16(__m256i v) {
 // One tile: 8 rows starting at w0, w_stride bytes apart (rows past n_rows repeat the last: their
 // byte offsets are `row_off`), one activation row a; res[r] = row r's result. While on
 // super-block b it prefetches super-block b of the rows 8 further (the tile walks 8 rows side by
-// side, a pattern the hardware prefetchers do not follow).
+// side, a pattern the hardware prefetchers do not follow). Float order: Q4_K's Order::kSplit of
+// kquant_rows256.h (two chains, d * sumi and dmin * summ, subtracted at the end).
 template <class Fmt, class Dot>
 void rowdot_tile(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_stride, const uint8_t* a, float* res) {
-  // The f16 d (and dmin) of the 8 rows come in one dword gather: (d | dmin << 16) for formats
-  // with mins (d first, dmin next), (x | d << 16) for the others (d is the block's last field).
-  constexpr int kDwordAt = Fmt::kKind == Kind::kMins ? static_cast<int>(Fmt::kD) : static_cast<int>(Fmt::kD) - 2;
-  static_assert(Fmt::kKind == Kind::kOffset || Fmt::kDmin == Fmt::kD + 2);
+  // The f16 d and dmin of the 8 rows come in one dword gather: (d | dmin << 16).
+  static_assert(Fmt::kKind == Kind::kMins && Fmt::kDmin == Fmt::kD + 2);
   const __m256i gather_idx = _mm256_setr_epi32(static_cast<int>(row_off[0]), static_cast<int>(row_off[1]),
                                                static_cast<int>(row_off[2]), static_cast<int>(row_off[3]),
                                                static_cast<int>(row_off[4]), static_cast<int>(row_off[5]),
@@ -290,34 +180,16 @@ void rowdot_tile(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_
         _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + line), _MM_HINT_T1);
     const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
     const __m256i bsums = load32(ab + offsetof(BlockQ8K, bsums));
-    __m256i off_a = _mm256_setzero_si256(), off_b = _mm256_setzero_si256();
-    if constexpr (Fmt::kKind == Kind::kOffset) {
-      // offset * bsums in the vphaddd order of the sub-block sums.
-      const __m256i ord = _mm256_shuffle_epi8(bsums, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
-                                                                      0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
-      off_a = _mm256_slli_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(ord)), Fmt::kOffsetShift);
-      off_b = _mm256_slli_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(ord, 1)), Fmt::kOffsetShift);
-    }
     __m256i p[8], m[8];
 #pragma GCC unroll 8
-    for (int r = 0; r < 8; ++r) row_block_sums<Fmt, Dot>(wb + row_off[r], ab, bsums, off_a, off_b, p[r], m[r]);
-    const __m256i dd = _mm256_i32gather_epi32(reinterpret_cast<const int*>(wb + kDwordAt), gather_idx, 1);
+    for (int r = 0; r < 8; ++r) row_block_sums<Fmt, Dot>(wb + row_off[r], ab, bsums, p[r], m[r]);
+    const __m256i dd = _mm256_i32gather_epi32(reinterpret_cast<const int*>(wb + Fmt::kD), gather_idx, 1);
     const __m256 da = _mm256_set1_ps(a_scale256(ab));
-    if constexpr (split_mins<Fmt>()) {
-      const __m256 d = _mm256_cvtph_ps(pack_low16(dd)), dmin = _mm256_cvtph_ps(pack_low16(_mm256_srli_epi32(dd, 16)));
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(p)), _mm256_mul_ps(d, da), acc);
-      accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(m)), _mm256_mul_ps(dmin, da), accm);
-    } else if constexpr (Fmt::kKind == Kind::kMins) {
-      const __m256 d = _mm256_cvtph_ps(pack_low16(dd)), dmin = _mm256_cvtph_ps(pack_low16(_mm256_srli_epi32(dd, 16)));
-      acc = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(reduce8(p)), acc);
-      acc = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(reduce8(m)), acc);
-    } else {
-      const __m256 d = _mm256_cvtph_ps(pack_low16(_mm256_srli_epi32(dd, 16)));
-      acc = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(reduce8(p)), acc);
-    }
+    const __m256 d = _mm256_cvtph_ps(pack_low16(dd)), dmin = _mm256_cvtph_ps(pack_low16(_mm256_srli_epi32(dd, 16)));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(p)), _mm256_mul_ps(d, da), acc);
+    accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(m)), _mm256_mul_ps(dmin, da), accm);
   }
-  if constexpr (split_mins<Fmt>()) acc = _mm256_sub_ps(acc, accm);
-  _mm256_storeu_ps(res, acc);
+  _mm256_storeu_ps(res, _mm256_sub_ps(acc, accm));
 }
 
 // Formats whose row kernel runs Order::kLanes of kquant_rows256.h (Q5_K: llama.cpp's vec_dot).

@@ -2,7 +2,7 @@
 // super-block of a row is unpacked once per tile (kquant_unpack.h) and reused for T tokens;
 // every (row, token) integer sum is exact (vpmaddubsw products of at most 2 * 63 * 127, then
 // vpmaddwd by the scale) and reduced to one lane per super-block, and the float steps run
-// lane-wise in the order of the contract in kquant_kernels.h. Included by the AVX2 and the
+// lane-wise in the Q4_K / Q5_K orders of kquant_kernels.h (Q2_K/Q3_K/Q6_K: kq_lanes_gemm.h). Included by the AVX2 and the
 // AVX-512 kernel files (Zen 4 runs 512-bit integer ops at half rate, so the 256-bit kernel is
 // the faster one there for decode); internal linkage keeps each copy its own.
 #pragma once
@@ -54,7 +54,6 @@ inline float a_scale256(const uint8_t* a_block) {
 // result lane r * T + t goes to res[r * T + t]. Rows are w_stride bytes apart; the next tile's
 // rows start R rows further.
 // The float order of a tile's results (see kquant_kernels.h):
-//   kContract: one chain per output, d * sumi then -dmin * summ per super-block;
 //   kSplit:    Q4_K as llama.cpp's repacked GEMV: two chains (d * sumi, dmin * summ) with one
 //              step per super-block each, subtracted at the end;
 //   kGrouped:  Q4_K as llama.cpp's repacked 4-row GEMM: the same two chains, one step per 64
@@ -62,7 +61,7 @@ inline float a_scale256(const uint8_t* a_block) {
 //   kLanes:    Q5_K as llama.cpp's vec_dot_q5_K_q8_K: 8 float lanes per output (lane L sums the
 //              products at positions 4L..4L+3 of every 32-element chunk), one step per
 //              super-block, plus a dmin * summ chain; ggml's hsum_float_8 of the lanes + that.
-enum class Order { kContract, kSplit, kGrouped, kLanes };
+enum class Order { kSplit, kGrouped, kLanes };
 
 // ggml's hsum_float_8 of 8 floats.
 inline float hsum8_ggml(const float* x) {
@@ -70,10 +69,10 @@ inline float hsum8_ggml(const float* x) {
   return (s0 + s2) + (s1 + s3);
 }
 
-template <class Fmt, int R, int T, Order O = Order::kContract>
+template <class Fmt, int R, int T, Order O>
 void gemm_tile256(int64_t nb, const uint8_t* const* w, size_t w_stride, const uint8_t* const* a, float* res) {
   static_assert(R * T == 8);
-  static_assert(O == Order::kContract || Fmt::kKind == Kind::kMins);
+  static_assert(Fmt::kKind == Kind::kMins);
   Unpacked u[R];
   __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
   __m256 lanes[O == Order::kLanes ? 8 : 1];
@@ -130,13 +129,7 @@ void gemm_tile256(int64_t nb, const uint8_t* const* w, size_t w_stride, const ui
       continue;
     }
     chunk_sums(0, 8, sum);
-    if constexpr (Fmt::kKind == Kind::kOffset)
-      for (int i = 0; i < R * T; ++i) sum[i] = _mm256_add_epi32(sum[i], corr[i]);
-    if constexpr (O == Order::kContract) {
-      acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(dw), vda), _mm256_cvtepi32_ps(reduce8(sum)), acc);
-      if constexpr (Fmt::kKind == Kind::kMins)
-        acc = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_load_ps(dm), vda), _mm256_cvtepi32_ps(reduce8(corr)), acc);
-    } else if constexpr (O == Order::kSplit) {
+    if constexpr (O == Order::kSplit) {
       acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(sum)), _mm256_mul_ps(_mm256_load_ps(dw), vda), acc);
       accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(corr)), _mm256_mul_ps(_mm256_load_ps(dm), vda), accm);
     } else {  // kLanes: d = a.d * f16(w.d), dmin = -a.d * f16(w.dmin)
@@ -155,14 +148,12 @@ void gemm_tile256(int64_t nb, const uint8_t* const* w, size_t w_stride, const ui
       _mm256_store_ps(l, lanes[i]);
       res[i] = hsum8_ggml(l) + m[i];
     }
-  } else if constexpr (O == Order::kContract) {
-    _mm256_storeu_ps(res, acc);
   } else {
     _mm256_storeu_ps(res, _mm256_sub_ps(acc, accm));
   }
 }
 
-template <class Fmt, int R, int T, Order O = Order::kContract>
+template <class Fmt, int R, int T, Order O>
 void gemm_tiles256(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                 int64_t n_tok, float* out, size_t out_stride) {
   const int64_t nb = k / kQK_K;
@@ -184,7 +175,7 @@ void gemm_tiles256(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
   }
 }
 
-template <class Fmt, Order O = Order::kContract>
+template <class Fmt, Order O>
 void gemm_rows256(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
           float* out, size_t out_stride) {
   // Wider token tiles unpack each weight super-block fewer times.

@@ -4,8 +4,9 @@
 // unpacked once per call and each 4-byte group of it is broadcast into vpdpbusd, which adds
 // 64 products per instruction. Per super-block and sub-block s the exact integer
 //   sum_s sc_s * sum (a + 128) q  -  128 * sum_s sc_s * sum q  (+ corr terms from the bsums)
-// equals the row kernel's sum, and the float steps are those of the contract in
-// kquant_kernels.h, lane-wise, so results are bit-identical to every other variant.
+// equals the row kernel's sum, and the float steps are those of Q4_K's orders in
+// kquant_kernels.h, lane-wise, so results are bit-identical to every other variant. (Q5_K's
+// 8-lane order has no token-parallel kernel; Q2_K/Q3_K/Q6_K are in kq_lanes_*.)
 // Decode (n_tok = 1) runs the register-direct row kernel of kquant_rowdot.h with vpdpbusd; other
 // small batches (n_tok < kMinTokens) go to the row-parallel AVX-512 kernel.
 #include <immintrin.h>
@@ -150,10 +151,10 @@ inline __m512i broadcast_dword(const void* p) {
 }
 
 // The kRows x 16 results of one row group and token group over all super-blocks.
-// kSplit: Q4_K's Order::kSplit (kquant_rows256.h): two chains, subtracted at the end.
+// Q4_K's Order::kSplit (kquant_rows256.h): two chains, subtracted at the end.
 // kGrouped: Q4_K's Order::kGrouped (the same chains, one step per 64 elements); qsum then holds
 // 4 values per super-block (scale_weighted_qsum_pairs).
-template <class Fmt, bool kSplit, bool kGrouped = false>
+template <class Fmt, bool kGrouped = false>
 void compute_group(int64_t nb, const Unpacked* const* u, const int32_t* const* qsum, const ActBlock* act,
                    __m512 acc[kRows]) {
   __m512 accm[kRows];
@@ -213,34 +214,21 @@ void compute_group(int64_t nb, const Unpacked* const* u, const int32_t* const* q
     }
     for (int p = 0; p < 8; ++p) {
       const __m512i bs = _mm512_load_si512(A.bsums[p]);
-      for (int r = 0; r < kRows; ++r) {
-        const __m512i corr = broadcast_dword(u[r][b].corr + 2 * p);
-        if constexpr (Fmt::kKind == Kind::kOffset)
-          sum[r] = _mm512_dpwssd_epi32(sum[r], bs, corr);
-        else
-          mins[r] = _mm512_dpwssd_epi32(mins[r], bs, corr);
-      }
+      for (int r = 0; r < kRows; ++r) mins[r] = _mm512_dpwssd_epi32(mins[r], bs, broadcast_dword(u[r][b].corr + 2 * p));
     }
     const __m512 da = _mm512_load_ps(A.d);
     for (int r = 0; r < kRows; ++r) {
-      if constexpr (kSplit) {
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[r]), _mm512_mul_ps(_mm512_set1_ps(u[r][b].d), da), acc[r]);
-        accm[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins[r]), _mm512_mul_ps(_mm512_set1_ps(u[r][b].dmin), da), accm[r]);
-        continue;
-      }
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r][b].d), da), _mm512_cvtepi32_ps(sum[r]), acc[r]);
-      if constexpr (Fmt::kKind == Kind::kMins)
-        acc[r] = _mm512_fnmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r][b].dmin), da), _mm512_cvtepi32_ps(mins[r]), acc[r]);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[r]), _mm512_mul_ps(_mm512_set1_ps(u[r][b].d), da), acc[r]);
+      accm[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins[r]), _mm512_mul_ps(_mm512_set1_ps(u[r][b].dmin), da), accm[r]);
     }
   }
-  if constexpr (kSplit)
-    for (int r = 0; r < kRows; ++r) acc[r] = _mm512_sub_ps(acc[r], accm[r]);
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm512_sub_ps(acc[r], accm[r]);
 }
 
 thread_local Scratch t_scratch;
 
 // false when the scratch could not be allocated (nothing was written).
-template <class Fmt, bool kSplit, bool kGrouped = false>
+template <class Fmt, bool kGrouped = false>
 bool gemm_tokens(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                  int64_t n_tok, float* out, size_t out_stride) {
   const int64_t nb = k / kQK_K;
@@ -285,7 +273,7 @@ bool gemm_tokens(int64_t k, const void* w, size_t w_stride, int64_t n_rows, cons
     }
     for (int64_t g = 0; g < n_groups; ++g) {
       __m512 acc[kRows];
-      compute_group<Fmt, kSplit, kGrouped>(nb, u, qs, act + g * nb, acc);
+      compute_group<Fmt, kGrouped>(nb, u, qs, act + g * nb, acc);
       alignas(64) float res[kRows][16];
       for (int r = 0; r < kRows; ++r) _mm512_store_ps(res[r], acc[r]);
       const int64_t nt = std::min<int64_t>(16, n_tok - 16 * g);
@@ -308,7 +296,7 @@ void gemm_vnni(GemmFn row_kernel, int64_t k, const void* w, size_t w_stride, int
   // Q5_K's order keeps 8 lanes per output (Order::kLanes), which the token-lane kernel has not.
   if constexpr (!std::is_same_v<Fmt, kq::FmtQ5K>)
     if (n_tok >= kMinTokens &&
-        gemm_tokens<Fmt, kq::split_mins<RowFmt>()>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride))
+        gemm_tokens<Fmt>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride))
       return;
   if constexpr (std::is_same_v<Fmt, kq::FmtQ5K>) {
     row_kernel(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
@@ -322,14 +310,6 @@ void gemm_vnni(GemmFn row_kernel, int64_t k, const void* w, size_t w_stride, int
 
 }  // namespace
 
-void gemm_q2_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
-                    size_t os) {
-  gemm_vnni<kq::FmtQ2K, kq::RowQ2K>(gemm_q2_k, k, w, ws, nr, a, as, nt, out, os);
-}
-void gemm_q3_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
-                    size_t os) {
-  gemm_vnni<kq::FmtQ3K, kq::RowQ3K>(gemm_q3_k, k, w, ws, nr, a, as, nt, out, os);
-}
 void gemm_q4_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
                     size_t os) {
   gemm_vnni<kq::FmtQ4K, kq::RowQ4K>(gemm_q4_k, k, w, ws, nr, a, as, nt, out, os);
@@ -338,16 +318,12 @@ void gemm_q4_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void*
 // row-parallel AVX-512 kernel.
 void gemm_q4_k_grouped_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt,
                             float* out, size_t os) {
-  if (nt >= kMinTokens && gemm_tokens<kq::FmtQ4K, true, true>(k, w, ws, nr, a, as, nt, out, os)) return;
+  if (nt >= kMinTokens && gemm_tokens<kq::FmtQ4K, true>(k, w, ws, nr, a, as, nt, out, os)) return;
   gemm_q4_k_grouped(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q5_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
                     size_t os) {
   gemm_vnni<kq::FmtQ5K, kq::RowQ5K>(gemm_q5_k, k, w, ws, nr, a, as, nt, out, os);
-}
-void gemm_q6_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
-                    size_t os) {
-  gemm_vnni<kq::FmtQ6K, kq::RowQ6K>(gemm_q6_k, k, w, ws, nr, a, as, nt, out, os);
 }
 
 }  // namespace baton::kernels::avx512
