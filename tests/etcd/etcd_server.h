@@ -1,17 +1,14 @@
 // A real etcd for tests: `etcd` (from $BATON_ETCD or PATH) on 127.0.0.1 with free client and
-// peer ports and a fresh data dir under the test temp dir; stop() or the destructor SIGTERMs
-// it (SIGKILL after 5 s) and reaps it. Tests skip with a WARN only when no etcd binary exists.
+// peer ports and a fresh data dir under the test temp dir, its output (stdout and stderr) read
+// by tests/support/process.h; stop() or the destructor SIGTERMs it (SIGKILL after 5 s) and
+// reaps it. Tests skip with a WARN only when no etcd binary exists.
 // Header-only so that other test modules (e.g. registry integration tests) can include
 // "etcd/etcd_server.h" too.
 #pragma once
 
-#include <fcntl.h>
-#include <sys/types.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -30,8 +27,7 @@
 #include "engine/base/error.h"
 #include "engine/registry/etcd_client.h"
 #include "fixtures.h"
-
-extern char** environ;
+#include "support/process.h"
 
 namespace baton::test {
 
@@ -56,8 +52,8 @@ class EtcdServer {
  private:
   bool try_start(const std::string& binary, std::string& why);
 
-  std::string dir_, log_path_;
-  pid_t pid_ = -1;
+  std::string dir_;
+  std::unique_ptr<Process> process_;
   uint16_t client_port_ = 0;
 };
 
@@ -105,7 +101,6 @@ inline EtcdServer::EtcdServer() {
 
 inline bool EtcdServer::try_start(const std::string& binary, std::string& why) {
   dir_ = temp_dir();
-  log_path_ = dir_ + "/etcd.log";
   client_port_ = detail::free_port();
   uint16_t peer_port = detail::free_port();
   std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
@@ -120,25 +115,13 @@ inline bool EtcdServer::try_start(const std::string& binary, std::string& why) {
                                    "--initial-cluster", "baton-test=" + peer,
                                    "--logger", "zap",
                                    "--log-level", "warn"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    pid_ = -1;
-    throw std::runtime_error("cannot spawn " + binary);
-  }
+  ProcessOptions po;
+  po.merge_stderr = true;
+  process_ = std::make_unique<Process>(std::move(args), po);  // throws if it cannot spawn
   registry::EtcdClient probe("127.0.0.1", client_port_, {std::chrono::milliseconds(500)});
   auto end = std::chrono::steady_clock::now() + std::chrono::seconds(15);
   while (std::chrono::steady_clock::now() < end) {
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
+    if (process_->wait(std::chrono::milliseconds(0)) != -1) {
       why = "etcd exited at start; its log:\n" + log();
       return false;
     }
@@ -161,27 +144,10 @@ inline std::string EtcdServer::url(const std::string& prefix) const {
 }
 
 inline void EtcdServer::stop() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGTERM);
-  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < end) {
-    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-      pid_ = -1;
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
-  pid_ = -1;
+  if (process_ && process_->pid() > 0) process_->terminate(std::chrono::seconds(5));
 }
 
-inline std::string EtcdServer::log() const {
-  std::ifstream in(log_path_);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+inline std::string EtcdServer::log() const { return process_ ? process_->output() : std::string(); }
 
 // One server per test process, started on first use; nullptr (after printing a WARN once)
 // when no etcd binary exists.
