@@ -19,6 +19,7 @@
 
 #include "fixtures.h"
 #include "pipeline/worker_process.h"
+#include "support/process.h"
 
 namespace {
 
@@ -46,12 +47,6 @@ uint16_t free_port_pair() {
   throw std::runtime_error("no two consecutive free ports");
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 struct Run {
   int status = -1;
@@ -87,32 +82,16 @@ TEST_CASE("engine-coordinator with nodes: auto serves the workers that join; eng
       "model: {}\ncluster:\n  master: {{ host: 127.0.0.1, port: {} }}\n  insecure: true\n  nodes: auto\n"
       "  min_nodes: 2\n  join_timeout: 20\n  heartbeat_timeout: 1\n",
       model, http);
-  const std::string out = dir + "/coordinator.out", err = dir + "/coordinator.err";
-  std::vector<std::string> argv_s = {baton::test::binary_dir() + "/bin/engine-coordinator", "--config", yaml,
-                                     "-t", "1", "--slots", "1", "--ctx", "128"};
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  REQUIRE(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0);
-  posix_spawn_file_actions_destroy(&fa);
-  struct Reap {
-    pid_t& pid;
-    ~Reap() {
-      if (pid > 0) ::kill(pid, SIGKILL), waitpid(pid, nullptr, 0);
-    }
-  } reap{pid};
-
-  const auto t0 = std::chrono::steady_clock::now();
-  while (slurp(out).find("listening on http://") == std::string::npos && std::chrono::steady_clock::now() - t0 < 20s)
-    std::this_thread::sleep_for(50ms);
-  INFO(slurp(out) << slurp(err));
-  REQUIRE(slurp(out).find("listening on http://") != std::string::npos);
-  CHECK((slurp(out) + slurp(err)).find("registry event=serving nodes=2") != std::string::npos);
+  baton::test::ProcessOptions po;
+  po.stderr_path = dir + "/coordinator.err";
+  baton::test::Process coordinator({baton::test::binary_dir() + "/bin/engine-coordinator", "--config", yaml, "-t", "1",
+                                    "--slots", "1", "--ctx", "128"},
+                                   po);
+  auto logs = [&] { return coordinator.output() + coordinator.error_output(); };
+  const bool listening = coordinator.wait_for_output("listening on http://", 20s);
+  INFO(logs());
+  REQUIRE(listening);
+  CHECK(logs().find("registry event=serving nodes=2") != std::string::npos);
 
   auto ready = ctl(fmt::format("status --coordinator 127.0.0.1:{}", http));
   INFO(ready.out);
@@ -144,7 +123,7 @@ TEST_CASE("engine-coordinator with nodes: auto serves the workers that join; eng
                     "application/json");
   REQUIRE(res);
   CHECK(res->status == 200);
-  CHECK((slurp(out) + slurp(err)).find("registry event=re-plan") != std::string::npos);
+  CHECK(logs().find("registry event=re-plan") != std::string::npos);
 
   // w1 leaves too: nothing can hold the model; /health and requests say so.
   CHECK(w1.terminate() == 0);
@@ -162,10 +141,5 @@ TEST_CASE("engine-coordinator with nodes: auto serves the workers that join; eng
   REQUIRE(res);
   CHECK(res->status == 503);
 
-  ::kill(pid, SIGTERM);
-  int status = 0;
-  for (int i = 0; i < 100 && waitpid(pid, &status, WNOHANG) != pid; ++i) std::this_thread::sleep_for(50ms);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
-  pid = -1;
+  CHECK(coordinator.terminate(5000ms) == 0);
 }
