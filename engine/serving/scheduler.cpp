@@ -209,12 +209,19 @@ void Scheduler::submit_passes() {
   if (n_free <= 0) return;
   // Decode tokens first (one per generating sequence, starting one further each step so that
   // a budget smaller than the number of decoders is shared), then prompt chunks, oldest first.
+  // Prompts are cut into whole chunks of n_batch tokens, always at the same places: a row's
+  // numerics depend on how many rows of its own sequence share the pass (llama.cpp's orders,
+  // docs/NUMERICS.md), so a request's result must not depend on what else is running. A chunk
+  // that does not fit the budget left by the decoders waits, and goes first in the next pass.
+  std::vector<ActiveSequence*> decoders;
+  std::vector<ActiveSequence*> prefills;
+  for (auto& seq : active_)
+    if (!seq->in_flight) (seq->prefilling() ? prefills : decoders).push_back(seq.get());
+  if (!decoders.empty()) std::rotate(decoders.begin(), decoders.begin() + (rotation_++ % decoders.size()), decoders.end());
   std::vector<ActiveSequence*> ready;
-  for (auto& seq : active_)
-    if (!seq->in_flight && !seq->prefilling()) ready.push_back(seq.get());
-  if (!ready.empty()) std::rotate(ready.begin(), ready.begin() + (rotation_++ % ready.size()), ready.end());
-  for (auto& seq : active_)
-    if (!seq->in_flight && seq->prefilling()) ready.push_back(seq.get());
+  if (prefill_deferred_) ready = prefills, ready.insert(ready.end(), decoders.begin(), decoders.end());
+  else ready = decoders, ready.insert(ready.end(), prefills.begin(), prefills.end());
+  prefill_deferred_ = false;
   if (ready.empty()) return;
 
   // With a pipeline, the ready sequences are dealt round-robin into as many micro-batches as
@@ -226,7 +233,12 @@ void Scheduler::submit_passes() {
     size_t budget = static_cast<size_t>(options_.n_batch);
     for (size_t i = g; i < ready.size() && budget > 0; i += n_groups) {
       ActiveSequence& seq = *ready[i];
-      auto chunk = seq.next_chunk(budget);
+      const size_t whole = std::min(static_cast<size_t>(options_.n_batch), seq.n_unfed());
+      if (whole > budget) {
+        if (seq.prefilling()) prefill_deferred_ = true;
+        continue;
+      }
+      auto chunk = seq.next_chunk(whole);
       const bool output = chunk.size() == seq.n_unfed();
       for (size_t k = 0; k < chunk.size(); ++k)
         pass->batch.add(seq.id(), seq.next_position() + static_cast<int32_t>(k), output && k + 1 == chunk.size());

@@ -210,6 +210,7 @@ class Scheduler {
 
   uint64_t next_seq_id_ = 1;
   size_t rotation_ = 0;                                  // first decoder of the next step
+  bool prefill_deferred_ = false;                        // a prompt chunk did not fit: it goes first next
   std::vector<std::unique_ptr<ActiveSequence>> active_;  // admission order
   std::deque<std::unique_ptr<Pass>> passes_;             // unfinished, oldest first
   std::vector<float> out_rows_;                          // [n_outputs, n_embd]

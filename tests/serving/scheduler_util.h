@@ -57,8 +57,10 @@ inline Outcome drain(RequestHandle& handle) {
 }
 
 // The same request alone through Generator (seq id far from the scheduler's).
-inline GenerationResult solo(LocalModel& model, const CompletionRequest& request) {
+// n_batch: the prompt chunk size of the scheduler compared with (results depend on it).
+inline GenerationResult solo(LocalModel& model, const CompletionRequest& request, int n_batch = 512) {
   GenerateOptions options;
+  options.n_batch = n_batch;
   options.n_predict = request.max_tokens;
   options.sampling = request.sampling;
   options.n_top_logprobs = request.n_top_logprobs > 0 ? request.n_top_logprobs : (request.logprobs ? 1 : 0);

@@ -13,8 +13,8 @@ using namespace baton::serving::test;
 
 namespace {
 
-void check_equals_solo(LocalModel& model, const CompletionRequest& request, const Outcome& got) {
-  GenerationResult ref = solo(model, request);
+void check_equals_solo(LocalModel& model, const CompletionRequest& request, const Outcome& got, int n_batch = 512) {
+  GenerationResult ref = solo(model, request, n_batch);
   INFO("prompt of " << request.prompt.size() << " tokens, max_tokens " << request.max_tokens << ", seed "
                     << request.sampling.seed << ", temperature " << request.sampling.temperature);
   REQUIRE(got.summary.finish_reason == ref.finish_reason);
@@ -104,7 +104,7 @@ void run_six(LocalModel& model, LayerRunner& runner, const SchedulerOptions& opt
     CHECK(stats.forward_passes < generated);
   }
   CHECK(model.layers().active_sequences() == 0);
-  for (size_t i = 0; i < requests.size(); ++i) check_equals_solo(model, requests[i], outcomes[i]);
+  for (size_t i = 0; i < requests.size(); ++i) check_equals_solo(model, requests[i], outcomes[i], options.n_batch);
 }
 
 }  // namespace
