@@ -209,9 +209,10 @@ void Scheduler::submit_passes() {
   if (n_free <= 0) return;
   // Decode tokens first (one per generating sequence, starting one further each step so that
   // a budget smaller than the number of decoders is shared), then prompt chunks, oldest first.
-  // Prompts are cut into whole chunks of n_batch tokens, always at the same places: a row's
-  // numerics depend on how many rows of its own sequence share the pass (llama.cpp's orders,
-  // docs/NUMERICS.md), so a request's result must not depend on what else is running. A chunk
+  // Prompts are cut into whole chunks of n_batch tokens, always at the same places, and generated
+  // tokens go one per pass (also when a rebuilt sequence replays them): a row's numerics depend
+  // on how many rows of its own sequence share the pass (llama.cpp's orders, docs/NUMERICS.md),
+  // so a request's result must not depend on what else is running or on a rebuild. A chunk
   // that does not fit the budget left by the decoders waits, and goes first in the next pass.
   std::vector<ActiveSequence*> decoders;
   std::vector<ActiveSequence*> prefills;
@@ -233,7 +234,7 @@ void Scheduler::submit_passes() {
     size_t budget = static_cast<size_t>(options_.n_batch);
     for (size_t i = g; i < ready.size() && budget > 0; i += n_groups) {
       ActiveSequence& seq = *ready[i];
-      const size_t whole = std::min(static_cast<size_t>(options_.n_batch), seq.n_unfed());
+      const size_t whole = seq.next_chunk_size(static_cast<size_t>(options_.n_batch));
       if (whole > budget) {
         if (seq.prefilling()) prefill_deferred_ = true;
         continue;

@@ -4,6 +4,7 @@
 // when it ends. Owned and used by the scheduler thread only.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -35,13 +36,21 @@ class ActiveSequence {
   // unfed part of the prompt, or the one token sampled last).
   bool prefilling() const { return n_fed_ < n_prompt_; }
   size_t n_unfed() const { return tokens_.size() - n_fed_; }
+  // How many tokens the next pass takes, so that every token is fed exactly as in an
+  // uninterrupted run (a row's numerics depend on its sequence's rows in the pass): the prompt in
+  // whole chunks of `n_batch` from position 0, each generated token alone (also when a rebuilt
+  // sequence replays them).
+  size_t next_chunk_size(size_t n_batch) const {
+    return prefilling() ? std::min(n_batch, n_prompt_ - n_fed_) : std::min<size_t>(1, n_unfed());
+  }
   // The next up to `max` unfed tokens and the position of the first of them.
   std::span<const int32_t> next_chunk(size_t max) const;
   int32_t next_position() const { return static_cast<int32_t>(n_fed_); }
   // `n` tokens went into a submitted pass (in_flight is set by the caller).
   void mark_fed(size_t n);
   // The runner lost this sequence's KV cache: every token (prompt + generated so far) is fed
-  // again from position 0, and the last one's logits give the next token as before.
+  // again from position 0 (in the same chunks as the first time: the KV cache is rebuilt bit for
+  // bit), and the last one's logits give the next token as before.
   void rewind() { n_fed_ = 0; }
   bool in_flight = false;
 

@@ -19,12 +19,17 @@
 
 namespace baton::serving::test {
 
-inline std::unique_ptr<LocalModel> load_stories(int max_sequences, int64_t n_ctx = 256) {
+// `relative`: a model under the shared fixtures directory.
+inline std::unique_ptr<LocalModel> load_model(const std::string& relative, int max_sequences, int64_t n_ctx = 256) {
   LocalModelOptions options;
   options.threads = 2;
   options.n_ctx = n_ctx;
   options.max_sequences = max_sequences;
-  return std::make_unique<LocalModel>(baton::test::shared_path("models/stories260K.gguf"), options);
+  return std::make_unique<LocalModel>(baton::test::shared_path(relative), options);
+}
+
+inline std::unique_ptr<LocalModel> load_stories(int max_sequences, int64_t n_ctx = 256) {
+  return load_model("models/stories260K.gguf", max_sequences, n_ctx);
 }
 
 struct Outcome {
