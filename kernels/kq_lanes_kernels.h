@@ -23,4 +23,11 @@ BATON_KQ_LANES_DECLARE(avx512)  // built for x86-64-v4: the same 256-bit arithme
 
 #undef BATON_KQ_LANES_DECLARE
 
+// AVX512-VNNI (has_avx512_vnni()): Q6_K with a token-parallel kernel for n_tok >= 8 (the same
+// bits; smaller batches run avx512::gemm_q6_k_lanes).
+namespace avx512 {
+void gemm_q6_k_lanes_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                          int64_t n_tok, float* out, size_t out_stride);
+}  // namespace avx512
+
 }  // namespace baton::kernels

@@ -178,3 +178,41 @@ TEST_CASE("a hand-encoded Q6_K row follows the 8-lane order, not one float chain
   }
   CHECK(orders_differ > 0);  // the cases tell the 8-lane order from one float chain
 }
+
+TEST_CASE("the AVX512-VNNI token-parallel Q6_K gemm returns the scalar bits for batches of any size") {
+  if (!has_avx512_vnni()) {
+    WARN("no AVX512-VNNI on this CPU: gemm_q6_k_lanes_vnni not tested");
+    return;
+  }
+  constexpr int kBlocks = 3, kWRows = 5, kMaxTok = 37;
+  constexpr int64_t k = kBlocks * kQK_K;
+  std::vector<float> wf(kWRows * k), xf(kMaxTok * k);
+  for (size_t i = 0; i < wf.size(); ++i)
+    wf[i] = lanes_test_value(static_cast<uint32_t>(i), 7) * static_cast<float>(1 << (3 * ((i % k) / 256)));
+  for (size_t i = 0; i < xf.size(); ++i) xf[i] = lanes_test_value(static_cast<uint32_t>(i), 8);
+  std::vector<uint8_t> w(kWRows * kBlocks * sizeof(BlockQ6K)), a(kMaxTok * kBlocks * sizeof(BlockQ8K));
+  scalar::quantize_q6_k_ref(wf.data(), w.data(), kWRows * k);
+  scalar::quantize_q8_k(xf.data(), a.data(), kMaxTok * k);
+  // Extremes in the last row and token: all quants 63 with scale 127 (and -128), activations
+  // -128 in one super-block: the largest 4-product sums and scaled lanes.
+  {
+    auto* blk = reinterpret_cast<BlockQ6K*>(w.data() + (kWRows - 1) * kBlocks * sizeof(BlockQ6K));
+    std::memset(blk->ql, 0xFF, sizeof blk->ql);
+    std::memset(blk->qh, 0xFF, sizeof blk->qh);
+    for (int s = 0; s < 16; ++s) blk->scales[s] = static_cast<int8_t>(s % 2 ? 127 : -128);
+    auto* act = reinterpret_cast<BlockQ8K*>(a.data() + (kMaxTok - 1) * kBlocks * sizeof(BlockQ8K));
+    for (int e = 0; e < kQK_K; ++e) act->qs[e] = -128;
+    for (int s = 0; s < 16; ++s) act->bsums[s] = -128 * 16;
+  }
+  const size_t ws = kBlocks * sizeof(BlockQ6K), as = kBlocks * sizeof(BlockQ8K);
+  for (int n_tok : {8, 15, 16, 17, 32, kMaxTok}) {
+    for (int t0 : {0, kMaxTok - n_tok}) {
+      const uint8_t* at = a.data() + static_cast<size_t>(t0) * as;
+      std::vector<float> ref(n_tok * kWRows), got(n_tok * kWRows, -1.0f);
+      scalar::gemm_q6_k(k, w.data(), ws, kWRows, at, as, n_tok, ref.data(), kWRows);
+      avx512::gemm_q6_k_lanes_vnni(k, w.data(), ws, kWRows, at, as, n_tok, got.data(), kWRows);
+      INFO("n_tok " << n_tok << " first token " << t0);
+      for (size_t i = 0; i < ref.size(); ++i) CHECK(bits(got[i]) == bits(ref[i]));
+    }
+  }
+}
