@@ -5,6 +5,8 @@ function(baton_executables_in dir)
   foreach(child IN LISTS children)
     if(IS_DIRECTORY "${dir}/${child}")
       file(GLOB_RECURSE sources CONFIGURE_DEPENDS "${dir}/${child}/*.cpp")
+      # bench/llamacpp's npm packages ship C++ sources of their own (node-llama-cpp's addon).
+      list(FILTER sources EXCLUDE REGEX "/node_modules/")
       if(sources)
         add_executable(${child} ${sources})
         target_link_libraries(${child} PRIVATE baton_all)
