@@ -124,6 +124,17 @@ void Cluster::connect_all(const ClusterConfig& config) {
   }
 }
 
+void Cluster::abandon_node(const std::string& node_id, const std::string& reason) {
+  for (size_t i = 0; i < plan_.size() && i < links_.size(); ++i) {
+    if (plan_[i].id != node_id) continue;
+    {
+      std::lock_guard lock(links_[i]->mutex);
+      if (!links_[i]->closed) links_[i]->closed = fmt::format("abandoned by the coordinator: {}", reason);
+    }
+    if (links_[i]->connection) links_[i]->connection->close(reason);
+  }
+}
+
 void Cluster::check_links() const {
   for (size_t i = 0; i < links_.size(); ++i) {
     std::lock_guard lock(links_[i]->mutex);

@@ -146,6 +146,10 @@ class Cluster {
   std::vector<StageStats> stats();
   // The coordinator's measurements; thread-safe, no network.
   ClusterMetrics metrics() const;
+  // Gives up on node `node_id` (the registry saw it go silent, e.g. a frozen process whose
+  // connection stays open): its link is closed and a pass waiting on the chain fails within
+  // ~100 ms naming it, instead of after request_timeout. Thread-safe; unknown ids are ignored.
+  void abandon_node(const std::string& node_id, const std::string& reason);
   net::DType activations() const { return activations_; }
 
  private:

@@ -110,11 +110,19 @@ void DynamicCluster::monitor() {
       const NodeState now = e ? e->state : NodeState::kOffline;
       auto [it, fresh] = last.try_emplace(p.record.node_id, NodeState::kOnline);
       if (now == NodeState::kOffline && it->second != NodeState::kOffline) {
-        std::lock_guard lock(plan_mutex_);
-        if (broken_.empty())
-          broken_ = fmt::format("node {} (layers {}-{}) went offline ({}); the loaded pipeline is broken until "
-                                "the coordinator re-plans",
-                                p.record.node_id, p.first, p.last - 1, e ? e->reason : "unknown");
+        {
+          std::lock_guard lock(plan_mutex_);
+          if (broken_.empty())
+            broken_ = fmt::format("node {} (layers {}-{}) went offline ({}); the loaded pipeline is broken until "
+                                  "the coordinator re-plans",
+                                  p.record.node_id, p.first, p.last - 1, e ? e->reason : "unknown");
+        }
+        // A silent node (frozen, or cut off without a FIN) keeps its connection open: fail the
+        // passes waiting on it now, so the scheduler's repair re-plans instead of waiting out
+        // the pipeline's request timeout.
+        std::lock_guard lock(cluster_mutex_);
+        if (cluster_) cluster_->abandon_node(p.record.node_id, fmt::format("node {} went offline ({})", p.record.node_id,
+                                                                           e ? e->reason : "unknown"));
       }
       if (now == NodeState::kOffline && it->second != NodeState::kOffline)
         spdlog::warn("registry event=re-plan node={} reason=\"planned node (layers {}-{}) offline: {}; cluster not "

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -191,6 +192,35 @@ TEST_CASE("failover: a worker killed mid-generation; the coordinator re-plans an
   for (const auto& n : cluster["nodes"])
     if (n["id"] == victim) victim_offline = n["status"] == "offline";
   CHECK(victim_offline);
+}
+
+TEST_CASE("failover: a worker frozen mid-generation (SIGSTOP, connection left open) is given up after the heartbeat "
+          "timeout; the stream continues unchanged",
+          "[registry]") {
+  const uint16_t port = free_port();
+  auto w1 = join("w1", port), w2 = join("w2", port), w3 = join("w3", port);
+  Served s(auto_config(port, 3, baton::test::temp_dir() + "/failover-frozen.json"), 512);
+  REQUIRE(s.model->plan().size() == 3);
+  const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 120}, {"temperature", 0}, {"stream", true},
+                     {"ignore_eos", true}};
+  const Streamed want = stream(s.port(), body);
+  REQUIRE(want.status == 200);
+
+  const std::string victim = s.model->plan()[1].id;
+  WorkerProcess& frozen = victim == "w1" ? *w1 : victim == "w2" ? *w2 : *w3;
+  const Streamed got = stream(s.port(), body, 4, [&] { ::kill(frozen.pid(), SIGSTOP); });
+  frozen.kill_now();  // SIGKILL ends a stopped process too
+  INFO(got.error);
+  CHECK(got.status == 200);
+  CHECK(got.error.empty());
+  CHECK(got.finish_reason == "length");
+  CHECK(got.text == want.text);
+  // heartbeat_timeout is 1 s here: a pass waiting on the frozen node must not wait out the
+  // pipeline's request timeout (300 s; stream() itself gives up after 60 s).
+  CHECK(got.total_ms < 20000);
+  CHECK(s.model->scheduler().stats().resumed >= 1);
+  fmt::print("failover: {} frozen mid-generation: the stream took {:.0f} ms (undisturbed {:.0f} ms)\n", victim,
+             got.total_ms, want.total_ms);
 }
 
 TEST_CASE("failover: when the remaining nodes cannot hold the model, /health and requests say why until a node joins",
