@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/ports.h"
 #include "engine/base/error.h"
 #include "engine/registry/etcd_client.h"
 #include "fixtures.h"
@@ -60,21 +61,7 @@ class EtcdServer {
 namespace detail {
 
 // A port the kernel considers free right now (bound to port 0, then released).
-inline uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    throw std::runtime_error("cannot bind a free port on 127.0.0.1");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+inline uint16_t free_port() { return baton::test::free_loopback_port(); }
 
 }  // namespace detail
 

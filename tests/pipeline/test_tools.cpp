@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 
+#include "support/ports.h"
 #include "cluster_helpers.h"
 #include "support/process.h"
 
@@ -50,17 +51,7 @@ std::string write_yaml(const std::string& text) {
   return path;
 }
 
-uint16_t free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+uint16_t free_port() { return baton::test::free_loopback_port(); }
 
 }  // namespace
 

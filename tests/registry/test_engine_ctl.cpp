@@ -15,6 +15,7 @@
 #include <fstream>
 #include <thread>
 
+#include "support/ports.h"
 #include "fixtures.h"
 #include "pipeline/worker_process.h"
 
@@ -52,17 +53,7 @@ std::string yaml(const std::string& model, uint16_t port_a, uint16_t port_b, con
 }
 
 // A port that was free a moment ago (bound, then closed).
-uint16_t closed_port() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    throw std::runtime_error("cannot find a free port");
-  close(fd);
-  return ntohs(a.sin_port);
-}
+uint16_t closed_port() { return baton::test::free_loopback_port(); }
 
 }  // namespace
 

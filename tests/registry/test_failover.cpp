@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "support/ports.h"
 #include "api/api_test_util.h"
 #include "engine/api/http_server.h"
 #include "engine/api/served_model.h"
@@ -34,17 +35,7 @@ using namespace std::chrono_literals;
 
 const std::string kModel = "models/stories260K.gguf";
 
-uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    throw std::runtime_error("cannot find a free port");
-  close(fd);
-  return ntohs(a.sin_port);
-}
+uint16_t free_port() { return baton::test::free_loopback_port(); }
 
 std::unique_ptr<WorkerProcess> join(const std::string& id, uint16_t port, std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"--insecure", "--join", fmt::format("127.0.0.1:{}", port), "--heartbeat-ms", "200",

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "support/ports.h"
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/registry/dynamic_cluster.h"
@@ -65,17 +66,7 @@ PlannerOptions no_headroom() {
   return o;
 }
 
-uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    throw std::runtime_error("cannot find a free port");
-  close(fd);
-  return ntohs(a.sin_port);
-}
+uint16_t free_port() { return baton::test::free_loopback_port(); }
 
 std::vector<int32_t> generate(baton::LayerRunner& layers, baton::ModelHead& head, const baton::tokenizer::Tokenizer& tok) {
   baton::GenerateOptions go;

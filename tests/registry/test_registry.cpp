@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "support/ports.h"
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/registry/dynamic_cluster.h"
@@ -91,18 +92,7 @@ std::vector<int32_t> local_tokens() {
 
 // A port nobody listens on now. Workers are spawned BEFORE the coordinator listens: a child
 // spawned later would inherit the listening socket (the net layer does not set CLOEXEC).
-uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    throw std::runtime_error("cannot find a free port");
-  close(fd);
-  return ntohs(a.sin_port);
-}
+uint16_t free_port() { return baton::test::free_loopback_port(); }
 
 // Polls `pred` for up to `limit`; returns the time it took, or -1 ms.
 template <class Pred>
