@@ -6,69 +6,16 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "engine/base/fp16.h"
 #include "kernels/attention.h"
+#include "kernels/attention_fixture.h"
 
 using namespace baton;
 using namespace baton::kernels;
 
-namespace {
-
-struct Cache {
-  std::vector<uint16_t> k, v;
-};
-
-Cache random_cache(int64_t n_pos, size_t stride, uint32_t seed, float k_scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  Cache c;
-  c.k.resize(static_cast<size_t>(n_pos) * stride);
-  c.v.resize(c.k.size());
-  for (auto& x : c.k) x = fp32_to_fp16(dist(rng) * k_scale);
-  for (auto& x : c.v) x = fp32_to_fp16(dist(rng));
-  return c;
-}
-
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-// softmax(scale · q·k16) · v16 in double (q in f32, as the tiled mode takes it), head h.
-std::vector<double> reference(const AttentionShape& s, const float* q, const Cache& c, int64_t n_kv, int64_t h) {
-  const int64_t kvh = h / (s.n_head / s.n_head_kv);
-  std::vector<double> scores(static_cast<size_t>(n_kv));
-  double max = -INFINITY;
-  for (int64_t p = 0; p < n_kv; ++p) {
-    double dot = 0;
-    for (int64_t d = 0; d < s.head_dim; ++d)
-      dot += double(q[h * s.head_dim + d]) * fp16_to_fp32(c.k[p * s.kv_stride + kvh * s.head_dim + d]);
-    scores[p] = dot * s.scale;
-    max = std::max(max, scores[p]);
-  }
-  double sum = 0;
-  for (auto& x : scores) sum += (x = std::exp(x - max));
-  std::vector<double> out(static_cast<size_t>(s.head_dim), 0.0);
-  for (int64_t p = 0; p < n_kv; ++p)
-    for (int64_t d = 0; d < s.head_dim; ++d)
-      out[d] += scores[p] / sum * fp16_to_fp32(c.v[p * s.kv_stride + kvh * s.head_dim + d]);
-  return out;
-}
-
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
-    if (static_cast<int>(isa) <= static_cast<int>(detected_isa())) isas.push_back(isa);
-  return isas;
-}
-
-}  // namespace
+using namespace baton::kernels::test;
 
 TEST_CASE("tiled attention is near a double-precision reference and bitwise equal on every ISA") {
   struct Case {
@@ -99,7 +46,7 @@ TEST_CASE("tiled attention is near a double-precision reference and bitwise equa
       attention_one(s, AttentionQuery{q.data(), cache.k.data(), cache.v.data(), tc.n_kv, out.data(), true}, isa);
       double worst = 0;
       for (int64_t h = 0; h < tc.n_head; ++h) {
-        auto expect = reference(s, q.data(), cache, tc.n_kv, h);
+        auto expect = reference(s, q.data(), cache, tc.n_kv, h, QueryPrecision::kF32);
         for (int64_t d = 0; d < tc.head_dim; ++d)
           worst = std::max(worst, std::fabs(out[h * tc.head_dim + d] - expect[d]));
       }
@@ -115,37 +62,9 @@ TEST_CASE("tiled attention is near a double-precision reference and bitwise equa
 }
 
 TEST_CASE("tiled attention of a query is bitwise the same alone, batched, and on any thread count") {
-  AttentionShape s{8, 2, 64, 2 * 64, 0.125f};
-  const int64_t n_seq_pos = 300;
-  auto cache_a = random_cache(n_seq_pos, s.kv_stride, 41);
-  auto cache_b = random_cache(n_seq_pos, s.kv_stride, 42);
-  const int64_t n_queries = 9;
-  auto q = random_floats(static_cast<size_t>(n_queries * 8 * 64), 43);
-  std::vector<AttentionQuery> queries;
-  std::vector<float> out(q.size());
-  for (int64_t i = 0; i < n_queries; ++i) {
-    const Cache& c = i % 2 ? cache_b : cache_a;  // two sequences, one in tiled mode
-    queries.push_back({q.data() + i * 512, c.k.data(), c.v.data(), 1 + i * 33, out.data() + i * 512, i % 2 == 0});
-  }
-  for (Isa isa : supported_isas()) {
-    INFO("isa " << isa_name(isa));
-    ThreadPool pool1(1), pool2(2), pool3(3);
-    attention(pool1, s, queries, isa);
-    const std::vector<float> ref = out;
-    for (ThreadPool* pool : {&pool2, &pool3}) {
-      std::fill(out.begin(), out.end(), 0.0f);
-      attention(*pool, s, queries, isa);
-      CHECK(std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)) == 0);
-    }
-    for (int64_t i : {int64_t{0}, int64_t{3}, int64_t{4}, n_queries - 1}) {
-      std::vector<float> alone(512);
-      AttentionQuery one = queries[i];
-      one.out = alone.data();
-      attention(pool3, s, std::span<const AttentionQuery>(&one, 1), isa);  // split into head slices
-      CHECK(std::memcmp(alone.data(), ref.data() + i * 512, 512 * sizeof(float)) == 0);
-    }
-  }
+  check_query_invariance(41, /*tiled_even=*/true, {0, 3, 4, 8});
 }
+
 
 TEST_CASE("tiled attention falls back to one_chunk when the head dim is not a multiple of 8") {
   AttentionShape s{6, 1, 20, 20, 0.2f};
