@@ -1,5 +1,5 @@
 // Shared by the attention tests (one_chunk and tiled modes): random F16 KV caches and queries,
-// a double-precision reference, the ISAs this CPU runs, and the check that a query's result is
+// a double-precision reference, and the check that a query's result is
 // bitwise the same alone, batched with others and on any thread count.
 #pragma once
 
@@ -16,6 +16,7 @@
 #include "kernels/attention.h"
 #include "kernels/isa.h"
 #include "kernels/thread_pool.h"
+#include "kernels/legacy_test_util.h"
 
 namespace baton::kernels::test {
 
@@ -70,13 +71,6 @@ inline std::vector<double> reference(const AttentionShape& s, const float* q, co
   return out;
 }
 
-inline std::vector<Isa> supported_isas() {
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
-    if (static_cast<int>(isa) <= static_cast<int>(detected_isa())) isas.push_back(isa);
-  return isas;
-}
-
 // Nine queries (8 heads / 2 KV heads of 64) over two 300-position sequences with causal
 // lengths 1, 34, 67 ...; every other query in tiled mode when `tiled_even` says so. Checks, per
 // ISA, that 2 and 3 threads give the 1-thread bits and that queries `alone` computed on their
@@ -95,7 +89,7 @@ inline void check_query_invariance(uint32_t seed, bool tiled_even, std::initiali
     queries.push_back(
         {q.data() + i * 512, c.k.data(), c.v.data(), 1 + i * 33, out.data() + i * 512, tiled_even && i % 2 == 0});
   }
-  for (Isa isa : supported_isas()) {
+  for (Isa isa : baton::test::available_isas()) {
     INFO("isa " << isa_name(isa));
     ThreadPool pool1(1), pool2(2), pool3(3);
     attention(pool1, s, queries, isa);

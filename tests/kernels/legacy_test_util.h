@@ -2,6 +2,8 @@
 // random data, byte buffers at deliberately odd addresses, and a gemm runner.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -19,6 +21,13 @@ inline std::vector<kernels::Isa> available_isas() {
   for (int i = 0; i <= static_cast<int>(kernels::detected_isa()); ++i)
     isas.push_back(static_cast<kernels::Isa>(i));
   return isas;
+}
+
+// The kernel table of `type` at `isa`; fails the test when this build has none.
+inline const kernels::TypeOps& ops_for(GgmlType type, kernels::Isa isa) {
+  const auto* ops = kernels::find_type_ops(type, isa);
+  REQUIRE(ops != nullptr);
+  return *ops;
 }
 
 inline std::vector<float> random_normal(size_t n, uint32_t seed, float sigma = 1.0f) {

@@ -39,7 +39,7 @@ TEST_CASE("tiled attention is near a double-precision reference and bitwise equa
     std::vector<float> scalar_out, chunk_out(q.size());
     attention_one(s, AttentionQuery{q.data(), cache.k.data(), cache.v.data(), tc.n_kv, chunk_out.data()},
                   Isa::kScalar);
-    for (Isa isa : supported_isas()) {
+    for (Isa isa : baton::test::available_isas()) {
       INFO("isa " << isa_name(isa) << " n_head " << tc.n_head << "/" << tc.n_head_kv << " head_dim " << tc.head_dim
                   << " n_kv " << tc.n_kv);
       std::vector<float> out(q.size(), -7.0f);
@@ -71,7 +71,7 @@ TEST_CASE("tiled attention falls back to one_chunk when the head dim is not a mu
   const int64_t n_kv = 80;
   auto cache = random_cache(n_kv, s.kv_stride, 51);
   auto q = random_floats(6 * 20, 52);
-  for (Isa isa : supported_isas()) {
+  for (Isa isa : baton::test::available_isas()) {
     std::vector<float> tiled(q.size()), chunk(q.size());
     attention_one(s, AttentionQuery{q.data(), cache.k.data(), cache.v.data(), n_kv, tiled.data(), true}, isa);
     attention_one(s, AttentionQuery{q.data(), cache.k.data(), cache.v.data(), n_kv, chunk.data(), false}, isa);

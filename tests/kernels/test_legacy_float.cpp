@@ -13,12 +13,6 @@ using kernels::Isa;
 
 namespace {
 
-const kernels::TypeOps& ops_for(GgmlType type, Isa isa) {
-  const auto* ops = kernels::find_type_ops(type, isa);
-  REQUIRE(ops != nullptr);
-  return *ops;
-}
-
 std::vector<uint16_t> all_u16() {
   std::vector<uint16_t> v(65536);
   for (uint32_t i = 0; i < 65536; ++i) v[i] = static_cast<uint16_t>(i);

@@ -15,12 +15,6 @@ using kernels::Isa;
 
 namespace {
 
-const kernels::TypeOps& ops_for(GgmlType type, Isa isa) {
-  const auto* ops = kernels::find_type_ops(type, isa);
-  REQUIRE(ops != nullptr);
-  return *ops;
-}
-
 const GgmlType kLegacy[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,
                             GgmlType::kQ5_1, GgmlType::kQ8_0, GgmlType::kQ8_1};
 

@@ -36,7 +36,7 @@ TEST_CASE("attention is near a double-precision reference and bitwise equal on e
     auto cache = random_cache(tc.n_kv, s.kv_stride, static_cast<uint32_t>(tc.head_dim + tc.n_kv));
     auto q = random_floats(static_cast<size_t>(tc.n_head * tc.head_dim), 7, tc.q_scale);
     std::vector<float> scalar_out;
-    for (Isa isa : supported_isas()) {
+    for (Isa isa : baton::test::available_isas()) {
       INFO("isa " << isa_name(isa) << " n_head " << tc.n_head << "/" << tc.n_head_kv << " head_dim " << tc.head_dim
                   << " n_kv " << tc.n_kv);
       std::vector<float> out(q.size(), -7.0f);
@@ -63,7 +63,7 @@ TEST_CASE("attention stays accurate at long contexts and with large scores") {
   auto cache = random_cache(n_kv, s.kv_stride, 11, 3.0f);
   auto q = random_floats(4 * 128, 12, 6.0f);  // scores up to tens: max-subtraction matters
   std::vector<float> scalar_out;
-  for (Isa isa : supported_isas()) {
+  for (Isa isa : baton::test::available_isas()) {
     INFO("isa " << isa_name(isa));
     std::vector<float> out(q.size());
     attention_one(s, AttentionQuery{q.data(), cache.k.data(), cache.v.data(), n_kv, out.data()}, isa);
@@ -92,7 +92,7 @@ TEST_CASE("attention heads read their own GQA KV head") {
     for (int64_t j = 0; j < 3; ++j)
       for (int64_t d = 0; d < 16; ++d) cache.v[p * 48 + j * 16 + d] = fp32_to_fp16(static_cast<float>(j + 1));
   auto q = random_floats(6 * 16, 32);
-  for (Isa isa : supported_isas()) {
+  for (Isa isa : baton::test::available_isas()) {
     std::vector<float> out(q.size());
     attention_one(s, AttentionQuery{q.data(), cache.k.data(), cache.v.data(), n_kv, out.data()}, isa);
     for (int64_t h = 0; h < 6; ++h)
