@@ -90,23 +90,6 @@ void quantize_q8_k(const float* src, void* dst, int64_t n) {
   }
 }
 
-void dequantize_q2_k(const void* src, float* dst, int64_t n) { dequantize<kq::FmtQ2K>(src, dst, n); }
-void dequantize_q3_k(const void* src, float* dst, int64_t n) { dequantize<kq::FmtQ3K>(src, dst, n); }
-void dequantize_q4_k(const void* src, float* dst, int64_t n) { dequantize<kq::FmtQ4K>(src, dst, n); }
-void dequantize_q5_k(const void* src, float* dst, int64_t n) { dequantize<kq::FmtQ5K>(src, dst, n); }
-void dequantize_q6_k(const void* src, float* dst, int64_t n) { dequantize<kq::FmtQ6K>(src, dst, n); }
-
-void gemm_q4_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
-  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ4K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
-  kq::gemm_rows256<kq::FmtQ4K, kq::Order::kSplit>(k, w, ws, nr, a, as, nt, out, os);
-}
-void gemm_q4_k_grouped(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
-                       size_t os) {
-  kq::gemm_rows256<kq::FmtQ4K, kq::Order::kGrouped>(k, w, ws, nr, a, as, nt, out, os);
-}
-void gemm_q5_k(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out, size_t os) {
-  if (nt <= kq::kRowdotMaxTokens && kq::gemm_rowdot<kq::RowQ5K, kq::DotMaddubs>(k, w, ws, nr, a, as, nt, out, os)) return;
-  kq::gemm_rows256<kq::FmtQ5K, kq::Order::kLanes>(k, w, ws, nr, a, as, nt, out, os);
-}
+#include "kernels/kquant_entry_points.inc"
 
 }  // namespace baton::kernels::avx512
