@@ -23,6 +23,19 @@ std::string_view mode_name(AuthMode mode) {
   return "an unknown authentication mode";
 }
 
+// Why a peer whose Hello is `peer` cannot talk to us, or nothing when it can.
+std::optional<CloseInfo> hello_mismatch(const Hello& peer, const Hello& ours, AuthMode our_mode,
+                                        const std::string& who) {
+  if (peer.protocol_version != ours.protocol_version)
+    return CloseInfo{CloseKind::kVersion,
+                     fmt::format("protocol version mismatch: {} speaks version {}, this node speaks version {}",
+                                 who, peer.protocol_version, ours.protocol_version)};
+  if (peer.auth != our_mode)
+    return CloseInfo{CloseKind::kAuth, fmt::format("authentication mismatch: {} uses {}, this node requires {}", who,
+                                                   mode_name(peer.auth), mode_name(our_mode))};
+  return std::nullopt;
+}
+
 }  // namespace
 
 asio::awaitable<std::optional<CloseInfo>> Session::handshake(AuthSide side,
@@ -91,17 +104,8 @@ asio::awaitable<std::optional<CloseInfo>> Session::server_handshake() {
   peer_.hello = std::move(*hello);
   // Our Hello goes out even on a mismatch, so the peer can name both versions too.
   if (auto err = co_await write_now(config_.hello)) co_return err;
-  if (peer_.hello.protocol_version != config_.hello.protocol_version)
-    co_return CloseInfo{CloseKind::kVersion,
-                        fmt::format("protocol version mismatch: {} speaks version {}, this "
-                                    "node speaks version {}",
-                                    who(), peer_.hello.protocol_version,
-                                    config_.hello.protocol_version)};
-  if (peer_.hello.auth != config_.auth.mode())
-    co_return CloseInfo{CloseKind::kAuth,
-                        fmt::format("authentication mismatch: {} uses {}, this node requires {}",
-                                    who(), mode_name(peer_.hello.auth),
-                                    mode_name(config_.auth.mode()))};
+  if (auto mismatch = hello_mismatch(peer_.hello, config_.hello, config_.auth.mode(), who()))
+    co_return mismatch;
   if (config_.auth.mode() == AuthMode::kInsecure) co_return std::nullopt;
 
   Nonce server_nonce = random_nonce();
@@ -132,17 +136,8 @@ asio::awaitable<std::optional<CloseInfo>> Session::client_handshake() {
   auto hello = co_await expect<Hello>(read, who());
   if (!hello) co_return hello.error();
   peer_.hello = std::move(*hello);
-  if (peer_.hello.protocol_version != config_.hello.protocol_version)
-    co_return CloseInfo{CloseKind::kVersion,
-                        fmt::format("protocol version mismatch: {} speaks version {}, this "
-                                    "node speaks version {}",
-                                    who(), peer_.hello.protocol_version,
-                                    config_.hello.protocol_version)};
-  if (peer_.hello.auth != config_.auth.mode())
-    co_return CloseInfo{CloseKind::kAuth,
-                        fmt::format("authentication mismatch: {} uses {}, this node requires {}",
-                                    who(), mode_name(peer_.hello.auth),
-                                    mode_name(config_.auth.mode()))};
+  if (auto mismatch = hello_mismatch(peer_.hello, config_.hello, config_.auth.mode(), who()))
+    co_return mismatch;
   if (config_.auth.mode() == AuthMode::kInsecure) co_return std::nullopt;
 
   auto challenge = co_await expect<AuthChallenge>(read, who());
