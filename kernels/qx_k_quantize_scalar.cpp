@@ -87,9 +87,8 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, ui
   return scale;
 }
 
-// Symmetric fit x ~ scale * (L - nmax), L in 0..2 nmax - 1, weights x^2 (ggml's make_qx_quants
-// with rmse_type 1 and no importance): 19 trial scales around nmax / amax.
-float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
+// The element of x[0..n) with the largest magnitude (the first one on ties), with its sign.
+float largest_magnitude(int n, const float* x) {
   float max = 0, amax = 0;
   for (int i = 0; i < n; ++i) {
     const float ax = std::fabs(x[i]);
@@ -98,7 +97,14 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
       max = x[i];
     }
   }
-  if (amax < kGroupMaxEps) {
+  return max;
+}
+
+// Symmetric fit x ~ scale * (L - nmax), L in 0..2 nmax - 1, weights x^2 (ggml's make_qx_quants
+// with rmse_type 1 and no importance): 19 trial scales around nmax / amax.
+float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
+  const float max = largest_magnitude(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.0f;
   }
@@ -142,15 +148,8 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
 // Symmetric fit for Q3_K (ggml's make_q3_quants with do_rmse): L in 0..2 nmax - 1 after a
 // coordinate-descent refinement of the x^2-weighted error.
 float make_q3_quants(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = largest_magnitude(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.0f;
   }
