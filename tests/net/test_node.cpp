@@ -490,24 +490,37 @@ TEST_CASE("blocking calls from the I/O thread are refused, not deadlocked") {
   CHECK_THAT(error, Catch::Contains("I/O thread"));
 }
 
+// A server node with options `so` and a raw client 'sleepy' that passed the handshake and then
+// never reads; conn is the server's side of that connection.
+struct SleepyPeer {
+  std::mutex m;
+  std::vector<ConnectionPtr> accepted;
+  InboxNode server;
+  RawSocket raw;
+  ConnectionPtr conn;
+
+  explicit SleepyPeer(NodeOptions so)
+      : server(std::move(so),
+               [this](const ConnectionPtr& c) {
+                 std::lock_guard lock(m);
+                 accepted.push_back(c);
+               }),
+        raw(RawSocket::connect_to(server.node->listen("127.0.0.1", 0))) {
+    REQUIRE(raw.handshake("sleepy", kSecret));
+    REQUIRE(eventually([&] {
+      std::lock_guard lock(m);
+      return accepted.size() == 1;
+    }));
+    conn = accepted[0];
+  }
+};
+
 TEST_CASE("a peer that stops reading fills the outbox up to its limit, then is closed") {
   WallClockBound bound(60s, "outbox limit");
   NodeOptions so = node_options("server", AuthConfig::with_secret(kSecret));
   so.max_outbox_bytes = 4u << 20;
-  std::mutex m;
-  std::vector<ConnectionPtr> accepted;
-  InboxNode server(so, [&](const ConnectionPtr& c) {
-    std::lock_guard lock(m);
-    accepted.push_back(c);
-  });
-  uint16_t port = server.node->listen("127.0.0.1", 0);
-  RawSocket raw = RawSocket::connect_to(port);
-  REQUIRE(raw.handshake("sleepy", kSecret));
-  REQUIRE(eventually([&] {
-    std::lock_guard lock(m);
-    return accepted.size() == 1;
-  }));
-  ConnectionPtr c = accepted[0];
+  SleepyPeer peer(so);
+  ConnectionPtr c = peer.conn;
   auto [f, body] = sample_forward(1, 64 * 1024, 1);  // 256 KiB frames
   int sent = 0;
   while (sent < 4000 && c->send(f, body)) ++sent;  // the kernel buffers absorb some first
@@ -521,20 +534,8 @@ TEST_CASE("close() gives up on a peer that does not read after the linger time")
   WallClockBound bound(60s, "close linger");
   NodeOptions so = node_options("server", AuthConfig::with_secret(kSecret));
   so.close_linger = 300ms;
-  std::mutex m;
-  std::vector<ConnectionPtr> accepted;
-  InboxNode server(so, [&](const ConnectionPtr& c) {
-    std::lock_guard lock(m);
-    accepted.push_back(c);
-  });
-  uint16_t port = server.node->listen("127.0.0.1", 0);
-  RawSocket raw = RawSocket::connect_to(port);
-  REQUIRE(raw.handshake("sleepy", kSecret));
-  REQUIRE(eventually([&] {
-    std::lock_guard lock(m);
-    return accepted.size() == 1;
-  }));
-  ConnectionPtr c = accepted[0];
+  SleepyPeer peer(so);
+  ConnectionPtr c = peer.conn;
   auto [f, body] = sample_forward(1, 64 * 1024, 1);
   for (int i = 0; i < 200; ++i) c->send(f, body);  // 50 MiB: more than the kernel buffers
   auto start = std::chrono::steady_clock::now();
