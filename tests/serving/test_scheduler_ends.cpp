@@ -30,6 +30,16 @@ size_t tokens_until(const tokenizer::Tokenizer& tok, const std::vector<int32_t>&
 
 }  // namespace
 
+// After a failure the scheduler serves a new greedy request of n tokens exactly as a solo run.
+void check_serves_like_solo(Scheduler& scheduler, LocalModel& model, int n) {
+  auto request = greedy(model.tokenizer(), "Once upon a time", n);
+  auto got = drain(*scheduler.submit(request));
+  CHECK(got.summary.finish_reason == "length");
+  auto ref = solo(model, request);
+  REQUIRE(ref.steps.size() == got.events.size());
+  for (size_t i = 0; i < ref.steps.size(); ++i) CHECK(ref.steps[i].token == got.events[i].token);
+}
+
 TEST_CASE("scheduler: stop strings end the completion before them") {
   auto model = load_stories(4);
   const auto& tok = model->tokenizer();
@@ -272,12 +282,7 @@ TEST_CASE("scheduler: a failing runner ends the running requests with its messag
   CHECK(scheduler.stats().failed == 2);
   CHECK(model->layers().active_sequences() == 0);
   runner.arm_failure("");
-  auto request = greedy(model->tokenizer(), "Once upon a time", 20);
-  auto got = drain(*scheduler.submit(request));
-  CHECK(got.summary.finish_reason == "length");
-  auto ref = solo(*model, request);
-  REQUIRE(ref.steps.size() == got.events.size());
-  for (size_t i = 0; i < ref.steps.size(); ++i) CHECK(ref.steps[i].token == got.events[i].token);
+  check_serves_like_solo(scheduler, *model, 20);
 }
 
 TEST_CASE("scheduler: a pipelined runner failing in finish() ends every sequence in flight, then serves again") {
@@ -300,12 +305,7 @@ TEST_CASE("scheduler: a pipelined runner failing in finish() ends every sequence
   CHECK(scheduler.stats().failed == 4);
   CHECK(model->layers().active_sequences() == 0);
   runner.fail_finish_after = -1;
-  auto request = greedy(model->tokenizer(), "Once upon a time", 12);
-  auto got = drain(*scheduler.submit(request));
-  CHECK(got.summary.finish_reason == "length");
-  auto ref = solo(*model, request);
-  REQUIRE(ref.steps.size() == got.events.size());
-  for (size_t i = 0; i < ref.steps.size(); ++i) CHECK(ref.steps[i].token == got.events[i].token);
+  check_serves_like_solo(scheduler, *model, 12);
 }
 
 TEST_CASE("scheduler: destroying it ends running and queued requests with an error") {
