@@ -10,6 +10,9 @@ Every client sends POST /v1/completions with "stream": true (or /v1/chat/complet
   TTFT p50/p95      request sent -> first token event
   ITL p50/p95       gaps between consecutive token events (all requests pooled)
 
+Every request asks for exactly max_tokens: "ignore_eos": true (Baton, llama-server and
+bench/llamacpp/server.mjs all honour it; --stop-at-eos drops it) and "cache_prompt": false (see
+run_request). "short_completions" counts requests that still got fewer tokens.
 Tokens are counted from "usage" (stream_options.include_usage) when the server sends it, else
 one per event that carries text (Baton and llama-server send one event per token; an event that
 releases no text - a partial character, a possible stop string - is not sent, so without usage
@@ -92,6 +95,10 @@ def run_request(opts, client, result):
         "stream": True,
         "stream_options": {"include_usage": True},
         "ignore_eos": not opts.stop_at_eos,
+        # llama-server keeps each slot's prompt in its KV cache and skips the common prefix of the
+        # next request (its default); Baton and server.mjs recompute every prompt, so by default ask
+        # llama-server to do the same (other servers ignore the field).
+        "cache_prompt": opts.cache_prompt,
     }
     if opts.seed is not None:
         body["seed"] = opts.seed + client
@@ -193,6 +200,8 @@ def main():
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--seed", type=int, default=1, help="seed of client c is seed + c (-1: none)")
     ap.add_argument("--stop-at-eos", action="store_true", help="do not send ignore_eos")
+    ap.add_argument("--cache-prompt", action="store_true",
+                    help="send cache_prompt: true (llama-server's prompt-prefix reuse; default false)")
     ap.add_argument("--chat", action="store_true", help="use /v1/chat/completions")
     ap.add_argument("--model", default="default", help="model field of the requests")
     ap.add_argument("--api-key", default="")

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # Reproduces the tables of docs/BENCHMARKS.md: builds the tools, makes the TinyLlama-shaped
-# random-weight model and its quantizations in $MODELS (never in the repo), installs the
-# llama.cpp reference (node-llama-cpp 3.21.1, prebuilt CPU binaries), then runs engine-bench and
-# bench/llamacpp/bench.mjs alternately on each file, and kernel-bench's matvec cases.
-# Usage: bench/run_comparison.sh [THREADS=2] [REPS=3]   (env: MODELS, BUILD)
+# random-weight model and its quantizations in $MODELS (never in the repo), installs node-llama-cpp
+# 3.21.1 (prebuilt CPU libraries + the sources of its llama.cpp release), builds llama.cpp's
+# llama-bench from those sources against those libraries (bench/scripts/llama_build.sh, ~2 min,
+# in /tmp/llama.cpp-build), then runs engine-bench and the llama.cpp reference alternately on each
+# file (bench/scripts/compare.py), and kernel-bench's matvec cases.
+# Usage: bench/run_comparison.sh [--reference bench|node] [THREADS=2] [REPS=3]   (env: MODELS, BUILD,
+#        and LLAMA_SRC / LLAMA_BUILD / LLAMA_LIBS of llama_build.sh)
+#   --reference bench  llama.cpp's llama-bench (default; falls back to node if it cannot be built)
+#   --reference node   bench/llamacpp/bench.mjs through node-llama-cpp (understates llama.cpp decode)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+REFERENCE=bench
+if [ "${1:-}" = "--reference" ]; then REFERENCE="${2:?--reference bench|node}"; shift 2; fi
+case "$REFERENCE" in bench|node) ;; *) echo "--reference bench|node, not '$REFERENCE'" >&2; exit 1;; esac
 THREADS="${1:-2}"
 REPS="${2:-3}"
 MODELS="${MODELS:-/work/models}"
@@ -16,6 +24,15 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j2 --target engine-gguf engine-bench kernel-bench
 
 ( cd "$ROOT/bench/llamacpp" && [ -d node_modules/node-llama-cpp ] || npm ci --ignore-scripts )
+ref_args=(--reference node)
+if [ "$REFERENCE" = bench ]; then
+  source "$ROOT/bench/scripts/llama_build.sh"
+  if llama_build bench; then
+    ref_args=(--reference bench --llama-bench "$LLAMA_BENCH")
+  else
+    echo "WARNING: llama-bench could not be built; falling back to --reference node" >&2
+  fi
+fi
 
 F16="$MODELS/tinyllama-f16.gguf"
 if [ ! -f "$F16" ]; then
@@ -29,8 +46,8 @@ for type in Q4_0 Q4_K_M Q8_0; do
   files+=("$out")
 done
 
-echo "## engine-bench vs llama.cpp (t=$THREADS, pp128/tg64, median of $REPS alternated runs)"
-python3 "$ROOT/bench/scripts/compare.py" --engine-bench "$BUILD/bin/engine-bench" --models "${files[@]}" \
+echo "## engine-bench vs llama.cpp (${ref_args[1]}; t=$THREADS, pp128/tg64, median of $REPS alternated runs; load $(cut -d' ' -f1-3 /proc/loadavg))"
+python3 "$ROOT/bench/scripts/compare.py" --engine-bench "$BUILD/bin/engine-bench" "${ref_args[@]}" --models "${files[@]}" \
   -t "$THREADS" -r "$REPS" --raw "$MODELS/comparison-runs.json"
 
 echo "## kernel-bench matvec"

@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
-# Serving throughput, Baton vs llama.cpp: engine-coordinator --model and bench/llamacpp/server.mjs
-# (node-llama-cpp: one llama.cpp context with 8 sequences, NOT llama-server) are started in turn,
-# REPS times alternately, and bench/http_load.py drives each with 1 and 8 concurrent streaming
-# clients. Prints every run and a median table (markdown) with the load average at the time and the
-# server's CPU time (tokens per CPU-second of the server process: less sensitive to a shared machine).
+# Serving throughput, Baton vs llama.cpp. The servers (SERVERS) are started in turn, REPS times
+# alternately, and bench/http_load.py drives each with 1 and 8 concurrent streaming clients
+# (/v1/completions, max_tokens N_GEN with ignore_eos, cache_prompt false: every request generates
+# N_GEN tokens and recomputes its prompt on every server):
+#   baton           engine-coordinator -m MODEL --slots SLOTS -c CTX -t THREADS
+#   llama-server    llama.cpp's server, -np SLOTS -c SLOTS*CTX --cont-batching -t THREADS, built by
+#                   bench/scripts/llama_build.sh from node-llama-cpp's llama.cpp release against its
+#                   prebuilt libraries (LLAMA_LIBS=source: full -march=native build); ~15 min once
+#   node-llama-cpp  bench/llamacpp/server.mjs: one llama.cpp context with SLOTS sequences through
+#                   node-llama-cpp (the old reference; "llamacpp" is accepted as its old name)
+# Prints every run and a median table (markdown) with the load average at the time, the completion
+# tokens per request and the server's CPU time (tokens per CPU-second of the server process: less
+# sensitive to a shared machine).
 # Usage: bench/serving_bench.sh [MODEL=/work/models/tinyllama-Q4_K_M.gguf] [REPS=3] [THREADS=2]
 # env: BUILD (default build), CLIENTS ("1 8"), N_GEN (64), PROMPT_WORDS (24), SLOTS (8), CTX (512),
-#      OUT (raw JSON lines, default /tmp/serving_bench.jsonl), SERVERS ("baton llamacpp")
+#      OUT (raw JSON lines, default /tmp/serving_bench.jsonl), SERVERS ("baton llama-server"),
+#      LLAMA_SRC / LLAMA_BUILD / LLAMA_LIBS (see bench/scripts/llama_build.sh)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 MODEL="${1:-/work/models/tinyllama-Q4_K_M.gguf}"
@@ -19,11 +28,20 @@ PROMPT_WORDS="${PROMPT_WORDS:-24}"
 SLOTS="${SLOTS:-8}"
 CTX="${CTX:-512}"
 OUT="${OUT:-/tmp/serving_bench.jsonl}"
-SERVERS="${SERVERS:-baton llamacpp}"
+SERVERS="${SERVERS:-baton llama-server}"
 PORT=$((20000 + RANDOM % 20000))
 
 [ -x "$BUILD/bin/engine-coordinator" ] || cmake --build "$BUILD" -j2 --target engine-coordinator
 ( cd "$ROOT/bench/llamacpp" && [ -d node_modules/node-llama-cpp ] || npm ci --ignore-scripts )
+SERVERS="$(echo "$SERVERS" | sed 's/\bllamacpp\b/node-llama-cpp/g')"
+for server in $SERVERS; do
+  case "$server" in baton|llama-server|node-llama-cpp) ;;
+    *) echo "unknown server '$server' (baton llama-server node-llama-cpp)" >&2; exit 1;; esac
+done
+if [[ " $SERVERS " == *" llama-server "* ]]; then
+  source "$ROOT/bench/scripts/llama_build.sh"
+  llama_build server || exit 1
+fi
 : > "$OUT"
 
 server_pid=""
@@ -37,13 +55,17 @@ stop_server() {
 trap stop_server EXIT
 trap "exit 130" INT TERM
 
-start_server() {  # $1 = baton | llamacpp; waits until /health answers 200
+start_server() {  # $1 = baton | llama-server | node-llama-cpp; waits until /health answers 200
   local log="/tmp/serving_bench_$1.log"
-  if [ "$1" = baton ]; then
-    "$BUILD/bin/engine-coordinator" -m "$MODEL" -t "$THREADS" --slots "$SLOTS" -c "$CTX" --port "$PORT" >"$log" 2>&1 &
-  else
-    node "$ROOT/bench/llamacpp/server.mjs" -m "$MODEL" -t "$THREADS" --parallel "$SLOTS" -c "$CTX" --port "$PORT" >"$log" 2>&1 &
-  fi
+  case "$1" in
+    baton)
+      "$BUILD/bin/engine-coordinator" -m "$MODEL" -t "$THREADS" --slots "$SLOTS" -c "$CTX" --port "$PORT" >"$log" 2>&1 &;;
+    llama-server)  # /health answers 503 while the model loads
+      "$LLAMA_SERVER" -m "$MODEL" -t "$THREADS" -np "$SLOTS" -c $((SLOTS * CTX)) --cont-batching \
+        --host 127.0.0.1 --port "$PORT" >"$log" 2>&1 &;;
+    node-llama-cpp)
+      node "$ROOT/bench/llamacpp/server.mjs" -m "$MODEL" -t "$THREADS" --parallel "$SLOTS" -c "$CTX" --port "$PORT" >"$log" 2>&1 &;;
+  esac
   server_pid=$!
   for _ in $(seq 1 600); do
     if curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; then return 0; fi
@@ -81,8 +103,8 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 med = lambda xs: statistics.median(xs) if xs else None
 f = lambda v, d=2: "-" if v is None else "%.*f" % (d, v)
 print("\nmodel %s, %s threads, median of %d alternated runs" % (sys.argv[2], sys.argv[3], max(r["rep"] for r in rows)))
-print("| server | clients | aggregate tok/s | ratio vs 1 client | per-client tok/s | TTFT p50 s | TTFT p95 s | ITL p50 ms | ITL p95 ms | tok per server CPU-s | errors | load avg |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+print("| server | clients | aggregate tok/s | ratio vs 1 client | per-client tok/s | TTFT p50 s | TTFT p95 s | ITL p50 ms | ITL p95 ms | tok per server CPU-s | tokens/request | errors | load avg |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
 base = {}
 for server in dict.fromkeys(r["server"] for r in rows):
     for c in sorted({r["run"]["clients"] for r in rows if r["server"] == server}):
@@ -94,8 +116,12 @@ for server in dict.fromkeys(r["server"] for r in rows):
         ms = lambda v: None if v is None else v * 1e3
         loads = [r["load"] for r in runs]
         per_cpu = med([r["run"]["completion_tokens"] / r["cpu_seconds"] for r in runs if r.get("cpu_seconds")])
-        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f-%.1f |" % (
+        # completion tokens per request over all runs (every request should get max_tokens)
+        per_req = sorted({r["run"]["completion_tokens"] / max(1, r["run"]["requests"] - r["run"]["errors"]) for r in runs})
+        short = sum(r["run"]["short_completions"] for r in runs)
+        tpr = "/".join("%g" % x for x in per_req) + (" (%d short)" % short if short else "")
+        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f-%.1f |" % (
             server, c, f(agg), ratio, f(g("per_client_tok_s_p50")), f(g("ttft_p50"), 3), f(g("ttft_p95"), 3),
-            f(ms(g("itl_p50")), 1), f(ms(g("itl_p95")), 1), f(per_cpu), sum(r["run"]["errors"] for r in runs),
+            f(ms(g("itl_p50")), 1), f(ms(g("itl_p95")), 1), f(per_cpu), tpr, sum(r["run"]["errors"] for r in runs),
             min(loads), max(loads)))
 EOF

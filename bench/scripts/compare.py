@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
-"""engine-bench vs llama.cpp (bench/llamacpp/bench.mjs) on the same GGUF files.
+"""engine-bench vs llama.cpp on the same GGUF files.
 
-Runs are ALTERNATED (baton, llama.cpp, baton, ...) with one repetition per process, so drifting
-load on a shared machine hits both alike; the table shows the median over runs and each
-process's peak RSS (wait4 rusage). GB/s for llama.cpp uses the layer-weight bytes per token
-that engine-bench reports (same file, same bytes streamed per generated token).
-Usage: compare.py --engine-bench BIN --models A.gguf B.gguf ... [-t 2] [-p 128] [-n 64] [-r 3]
+The llama.cpp reference (--reference):
+  bench  llama.cpp's own llama-bench (--llama-bench BIN, built by bench/scripts/llama_build.sh from
+         the release node-llama-cpp ships, linked against its prebuilt libraries). Default when
+         --llama-bench is given.
+  node   bench/llamacpp/bench.mjs through node-llama-cpp (same prebuilt libraries; its decode loop
+         runs through the Node binding and understates llama.cpp's token generation).
+Runs are ALTERNATED (baton, llama.cpp, baton, ...) with one repetition per process (each tool does
+its own warm-up first), so drifting load on a shared machine hits both alike; the table shows the
+median over runs and each process's peak RSS (/usr/bin/time). GB/s for llama.cpp uses the
+layer-weight bytes per token that engine-bench reports (same file, same bytes per generated token).
+Usage: compare.py --engine-bench BIN [--llama-bench BIN | --reference node] --models A.gguf ...
+                  [-t 2] [-p 128] [-n 64] [-r 3] [--raw runs.json]
 """
 import argparse, json, os, statistics, subprocess, sys, time
 
@@ -43,7 +50,18 @@ def baton_once(args, model):
             "size": pp["size"]}
 
 
-def llama_once(args, model):
+def llama_bench_once(args, model):
+    """One llama-bench process, one repetition of pp and tg (after llama-bench's own warm-up)."""
+    out, rss, _ = timed([args.llama_bench, "-m", model, "-p", str(args.p), "-n", str(args.n),
+                         "-t", str(args.t), "-r", "1", "-o", "json"])
+    res = {}
+    for e in json.loads(out):
+        test = f"pp{e['n_prompt']}" if e.get("n_prompt") else f"tg{e['n_gen']}"
+        res[test] = e["avg_ts"]
+    return {"pp": res[f"pp{args.p}"], "tg": res[f"tg{args.n}"], "rss": rss}
+
+
+def node_once(args, model):
     out, rss, _ = timed(["node", NODE_BENCH, "-m", model, "-p", str(args.p), "-n", str(args.n),
                          "-t", str(args.t), "-r", "1", "--warmup", "1"])
     j = json.loads(out.strip().splitlines()[-1])
@@ -54,12 +72,22 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--engine-bench", required=True)
     ap.add_argument("--models", nargs="+", required=True)
+    ap.add_argument("--reference", choices=["bench", "node"],
+                    help="llama.cpp reference: llama-bench (default with --llama-bench) or node-llama-cpp")
+    ap.add_argument("--llama-bench", help="llama-bench binary (bench/scripts/llama_build.sh bench)")
     ap.add_argument("-t", type=int, default=2)
     ap.add_argument("-p", type=int, default=128)
     ap.add_argument("-n", type=int, default=64)
     ap.add_argument("-r", type=int, default=3)
     ap.add_argument("--raw", help="write every run as JSON here")
     args = ap.parse_args()
+    if args.reference is None:
+        args.reference = "bench" if args.llama_bench else "node"
+    if args.reference == "bench" and not (args.llama_bench and os.access(args.llama_bench, os.X_OK)):
+        ap.error(f"--reference bench needs an executable --llama-bench (got {args.llama_bench!r})")
+    llama_once = llama_bench_once if args.reference == "bench" else node_once
+    ref = "llama-bench" if args.reference == "bench" else "node-llama-cpp"
+    print(f"# llama.cpp reference: {ref}", file=sys.stderr, flush=True)
 
     raw, rows = {}, []
     for model in args.models:
@@ -69,8 +97,8 @@ def main():
             print(f"# {os.path.basename(model)} run {rep + 1}: baton pp {b[-1]['pp']:.2f} tg {b[-1]['tg']:.2f}",
                   file=sys.stderr, flush=True)
             l.append(llama_once(args, model))
-            print(f"# {os.path.basename(model)} run {rep + 1}: llama.cpp pp {l[-1]['pp']:.2f} tg {l[-1]['tg']:.2f}", file=sys.stderr, flush=True)
-        raw[model] = {"baton": b, "llama.cpp": l}
+            print(f"# {os.path.basename(model)} run {rep + 1}: {ref} pp {l[-1]['pp']:.2f} tg {l[-1]['tg']:.2f}", file=sys.stderr, flush=True)
+        raw[model] = {"baton": b, ref: l}
         med = lambda runs, k: statistics.median(r[k] for r in runs)
         gbt = b[0]["gb_per_token"]
         rows.append((os.path.basename(model), b[0]["size"] / 2**30,
@@ -80,9 +108,9 @@ def main():
     if args.raw:
         with open(args.raw, "w") as f:
             json.dump(raw, f, indent=1)
-    print(f"| model | size GiB | pp{args.p} baton | pp{args.p} llama.cpp | pp ratio | tg{args.n} baton | "
-          f"tg{args.n} llama.cpp | tg ratio | tg GB/s baton | tg GB/s llama.cpp | peak RSS baton GiB | "
-          f"peak RSS llama.cpp GiB |")
+    print(f"| model | size GiB | pp{args.p} baton | pp{args.p} {ref} | pp ratio | tg{args.n} baton | "
+          f"tg{args.n} {ref} | tg ratio | tg GB/s baton | tg GB/s {ref} | peak RSS baton GiB | "
+          f"peak RSS {ref} GiB |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for (name, size, pb, pl, tb, tl, gb, gl, rb, rl) in rows:
         print(f"| {name} | {size:.2f} | {pb:.2f} | {pl:.2f} | {pb / pl:.2f} | {tb:.2f} | {tl:.2f} | {tb / tl:.2f} | "
