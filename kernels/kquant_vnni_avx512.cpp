@@ -1,14 +1,14 @@
-// AVX-512 VNNI K-quant gemm for batches (prefill): the token-parallel kernel. Lanes are
-// tokens: the Q8_K activations of 16 tokens are repacked once per call so that one zmm holds
-// the same 4 bytes (biased to unsigned, +128) of all 16 tokens; a weight row's super-block is
-// unpacked once per call and each 4-byte group of it is broadcast into vpdpbusd, which adds
-// 64 products per instruction. Per super-block and sub-block s the exact integer
-//   sum_s sc_s * sum (a + 128) q  -  128 * sum_s sc_s * sum q  (+ corr terms from the bsums)
-// equals the row kernel's sum, and the float steps are those of Q4_K's orders in
+// AVX-512 VNNI K-quant gemm for batches: the token-parallel kernel. Lanes are tokens: the Q8_K
+// activations of W tokens (16 per zmm for n_tok > 8, 8 per ymm for n_tok <= 8 — the decode rows
+// of a continuous batch) are repacked once per call so that one vector holds the same 4 signed
+// bytes of all W tokens; a weight row's super-block is unpacked once per call and each 4-byte
+// group of it (unsigned quants) is broadcast into vpdpbusd, which adds 4 * W products per
+// instruction. Per super-block and sub-block s the exact integers sum_s sc_s * sum q a and the
+// bsums terms equal the row kernel's, and the float steps are those of Q4_K's orders in
 // kquant_kernels.h, lane-wise, so results are bit-identical to every other variant. (Q5_K's
 // 8-lane order has no token-parallel kernel; Q2_K/Q3_K/Q6_K are in kq_lanes_*.)
 // Decode (n_tok = 1) runs the register-direct row kernel of kquant_rowdot.h with vpdpbusd; other
-// small batches (n_tok < kMinTokens) go to the row-parallel AVX-512 kernel.
+// small batches (n_tok < kMinTokens) go to the row kernels as well.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -31,14 +31,64 @@ namespace {
 using kq::Kind;
 using kq::Unpacked;
 
-constexpr int64_t kMinTokens = 8;  // below this, too many of the 16 token lanes would idle
+// Token lanes per vector: 16 (zmm) for larger batches, 8 (ymm, AVX512VL) for n_tok <= 8 — the
+// decode rows of a continuous batch. Zen 4 runs a zmm op as two ymm halves, so 8 lanes in a ymm
+// cost half of 16 lanes in a zmm: no lane idles for 8 tokens.
+// Below kMinTokens the row kernels win (kquant_rowdot.h up to kRowdotMaxTokens, n_tok = 1 above
+// all): rows-bench, 2048x2048, one thread: n_tok 4 row kernel ~0.36 ms, 8-lane kernel ~0.45 ms
+// for any n_tok <= 8.
+constexpr int64_t kMinTokens = 5;
 constexpr int kRows = 4;           // weight rows computed together (share each activation load)
 
-// 16 tokens' activations of one super-block, transposed for vpdpbusd.
+template <int W>
+struct Vec;
+template <>
+struct Vec<16> {
+  using I = __m512i;
+  using F = __m512;
+  static I zero() { return _mm512_setzero_si512(); }
+  static I load(const void* p) { return _mm512_load_si512(p); }
+  static I set1(int32_t v) { return _mm512_set1_epi32(v); }
+  static I add(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I mullo(I a, I b) { return _mm512_mullo_epi32(a, b); }
+  static I dpbusd(I acc, I a, I b) { return _mm512_dpbusd_epi32(acc, a, b); }
+  static I dpwssd(I acc, I a, I b) { return _mm512_dpwssd_epi32(acc, a, b); }
+  static F fzero() { return _mm512_setzero_ps(); }
+  static F fload(const float* p) { return _mm512_load_ps(p); }
+  static F fset1(float v) { return _mm512_set1_ps(v); }
+  static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+  static void store(float* p, F v) { _mm512_store_ps(p, v); }
+};
+template <>
+struct Vec<8> {
+  using I = __m256i;
+  using F = __m256;
+  static I zero() { return _mm256_setzero_si256(); }
+  static I load(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
+  static I set1(int32_t v) { return _mm256_set1_epi32(v); }
+  static I add(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I mullo(I a, I b) { return _mm256_mullo_epi32(a, b); }
+  static I dpbusd(I acc, I a, I b) { return _mm256_dpbusd_epi32(acc, a, b); }
+  static I dpwssd(I acc, I a, I b) { return _mm256_dpwssd_epi32(acc, a, b); }
+  static F fzero() { return _mm256_setzero_ps(); }
+  static F fload(const float* p) { return _mm256_load_ps(p); }
+  static F fset1(float v) { return _mm256_set1_ps(v); }
+  static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  static void store(float* p, F v) { _mm256_store_ps(p, v); }
+};
+
+// W tokens' activations of one super-block, transposed for vpdpbusd.
+template <int W>
 struct alignas(64) ActBlock {
-  uint8_t q[64][64];    // q[i][4t + j] = token t's qs[4i + j] + 128
-  int32_t bsums[8][16]; // bsums[p][t] = token t's (bsums[2p], bsums[2p + 1]) as two int16
-  float d[16];          // token t's d (0 for padding lanes)
+  int8_t q[64][4 * W];   // q[i][4t + j] = token t's qs[4i + j]
+  int32_t bsums[8][W];   // bsums[p][t] = token t's (bsums[2p], bsums[2p + 1]) as two int16
+  float d[W];            // token t's d (0 for padding lanes)
 };
 
 struct Scratch {
@@ -84,17 +134,17 @@ void transpose16(const __m512i in[16], __m512i out[16]) {
 }
 
 // Repacks tokens [t0, t0 + n) (n <= 16; missing lanes are zero) for all nb super-blocks.
-void repack_tokens(const uint8_t* a, size_t a_stride, int64_t t0, int64_t n, int64_t nb, ActBlock* dst) {
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+void repack_tokens(const uint8_t* a, size_t a_stride, int64_t t0, int64_t n, int64_t nb, ActBlock<16>* dst) {
+  const __m512i zero = _mm512_setzero_si512();
   for (int64_t b = 0; b < nb; ++b) {
-    ActBlock& blk = dst[b];
+    ActBlock<16>& blk = dst[b];
     const uint8_t* tok[16];
     for (int t = 0; t < 16; ++t)
       tok[t] = t < n ? a + static_cast<size_t>(t0 + t) * a_stride + b * static_cast<int64_t>(sizeof(BlockQ8K)) : nullptr;
     for (int c = 0; c < 4; ++c) {
       __m512i rows[16], cols[16];
       for (int t = 0; t < 16; ++t)
-        rows[t] = tok[t] ? _mm512_xor_si512(_mm512_loadu_si512(tok[t] + offsetof(BlockQ8K, qs) + 64 * c), bias) : bias;
+        rows[t] = tok[t] ? _mm512_loadu_si512(tok[t] + offsetof(BlockQ8K, qs) + 64 * c) : zero;
       transpose16(rows, cols);
       for (int i = 0; i < 16; ++i) _mm512_store_si512(blk.q[16 * c + i], cols[i]);
     }
@@ -111,178 +161,183 @@ void repack_tokens(const uint8_t* a, size_t a_stride, int64_t t0, int64_t n, int
   }
 }
 
-// sum_s sc_s * sum_{e in s} q_e of one unpacked super-block: pair sums of the quants
-// (vpmaddubsw by 1), times the scale of their sub-block (vpdpwssd), summed.
-int32_t scale_weighted_qsum(const Unpacked& u) {
-  static const __m512i kScaleIndex[4] = {
-      _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
-      _mm512_set_epi16(7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 6, 6, 6, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 4),
-      _mm512_set_epi16(11, 11, 11, 11, 11, 11, 11, 11, 10, 10, 10, 10, 10, 10, 10, 10, 9, 9, 9, 9, 9, 9, 9, 9, 8, 8, 8,
-                       8, 8, 8, 8, 8),
-      _mm512_set_epi16(15, 15, 15, 15, 15, 15, 15, 15, 14, 14, 14, 14, 14, 14, 14, 14, 13, 13, 13, 13, 13, 13, 13, 13,
-                       12, 12, 12, 12, 12, 12, 12, 12),
-  };
-  const __m512i sc = _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc)));
-  const __m512i ones = _mm512_set1_epi8(1);
-  __m512i acc = _mm512_setzero_si512();
-  for (int c = 0; c < 4; ++c) {
-    const __m512i pairs = _mm512_maddubs_epi16(_mm512_load_si512(u.q + 64 * c), ones);
-    acc = _mm512_dpwssd_epi32(acc, pairs, _mm512_permutexvar_epi16(kScaleIndex[c], sc));
-  }
-  return _mm512_reduce_add_epi32(acc);
-}
-
-// scale_weighted_qsum split by 64-element pair of sub-blocks (Q4_K/Q5_K: iteration c of the loop
-// above covers sub-blocks 2c and 2c + 1).
-void scale_weighted_qsum_pairs(const Unpacked& u, int32_t out[4]) {
-  const __m512i ones = _mm512_set1_epi8(1);
-  alignas(64) int16_t sc[32];
-  for (int c = 0; c < 4; ++c) {
-    for (int i = 0; i < 32; ++i) sc[i] = u.sc[4 * c + i / 8];  // 8 pairs of quants per 16-element sub-block
-    const __m512i pairs = _mm512_maddubs_epi16(_mm512_load_si512(u.q + 64 * c), ones);
-    out[c] = _mm512_reduce_add_epi32(_mm512_madd_epi16(pairs, _mm512_load_si512(sc)));
+// The same for 8 tokens (n <= 8): a plain byte transpose, cheap next to the gemm it feeds.
+void repack_tokens(const uint8_t* a, size_t a_stride, int64_t t0, int64_t n, int64_t nb, ActBlock<8>* dst) {
+  for (int64_t b = 0; b < nb; ++b) {
+    ActBlock<8>& blk = dst[b];
+    for (int t = 0; t < 8; ++t) {
+      uint32_t words[64];
+      int32_t pairs[8] = {};
+      float d = 0.0f;
+      if (t < n) {
+        const uint8_t* tok = a + static_cast<size_t>(t0 + t) * a_stride + b * static_cast<int64_t>(sizeof(BlockQ8K));
+        std::memcpy(words, tok + offsetof(BlockQ8K, qs), sizeof words);
+        std::memcpy(pairs, tok + offsetof(BlockQ8K, bsums), sizeof pairs);
+        std::memcpy(&d, tok + offsetof(BlockQ8K, d), sizeof d);
+      } else {
+        std::memset(words, 0, sizeof words);
+      }
+      for (int i = 0; i < 64; ++i) std::memcpy(&blk.q[i][4 * t], &words[i], 4);
+      for (int p = 0; p < 8; ++p) blk.bsums[p][t] = pairs[p];
+      blk.d[t] = d;
+    }
   }
 }
 
-inline __m512i broadcast_dword(const void* p) {
+inline int32_t dword_at(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
+  return v;
 }
 
-// The kRows x 16 results of one row group and token group over all super-blocks.
+// The kRows x W results of one row group and token group over all super-blocks.
 // Q4_K's Order::kSplit (kquant_rows256.h): two chains, subtracted at the end.
-// kGrouped: Q4_K's Order::kGrouped (the same chains, one step per 64 elements); qsum then holds
-// 4 values per super-block (scale_weighted_qsum_pairs).
-template <class Fmt, bool kGrouped = false>
-void compute_group(int64_t nb, const Unpacked* const* u, const int32_t* const* qsum, const ActBlock* act,
-                   __m512 acc[kRows]) {
-  __m512 accm[kRows];
-  for (int r = 0; r < kRows; ++r) accm[r] = _mm512_setzero_ps();
+// kGrouped: Q4_K's Order::kGrouped (the same chains, one step per 64 elements).
+template <class Fmt, int W, bool kGrouped = false>
+void compute_group(int64_t nb, const Unpacked* const* u, const ActBlock<W>* act,
+                   typename Vec<W>::F acc[kRows]) {
+  using V = Vec<W>;
+  using I = typename V::I;
+  typename V::F accm[kRows];
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) accm[r] = V::fzero();
   // Q4_K/Q5_K scales are per 32 elements: one multiply per 8 dwords instead of 4.
   constexpr int kDwordsPerScale = Fmt::kScaleElems / 4;
-  for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) acc[r] = V::fzero();
   if constexpr (kGrouped) {
     static_assert(kDwordsPerScale == 8 && Fmt::kKind == Kind::kMins);
     for (int64_t b = 0; b < nb; ++b) {
-      const ActBlock& A = act[b];
-      const __m512 da = _mm512_load_ps(A.d);
+      const ActBlock<W>& A = act[b];
+      const auto da = V::fload(A.d);
       for (int pr = 0; pr < 4; ++pr) {
-        __m512i sum[kRows], mins[kRows];
+        I sum[kRows], mins[kRows];
+#pragma GCC unroll 4
         for (int r = 0; r < kRows; ++r) {
-          sum[r] = _mm512_set1_epi32(-128 * qsum[r][4 * b + pr]);
-          mins[r] = _mm512_setzero_si512();
+          sum[r] = V::zero();
+          mins[r] = V::zero();
         }
         for (int s = 2 * pr; s < 2 * pr + 2; ++s) {
-          __m512i part[kRows];
-          for (int r = 0; r < kRows; ++r) part[r] = _mm512_setzero_si512();
-          for (int i = s * kDwordsPerScale; i < (s + 1) * kDwordsPerScale; ++i) {
-            const __m512i aq = _mm512_load_si512(A.q[i]);
-            for (int r = 0; r < kRows; ++r) part[r] = _mm512_dpbusd_epi32(part[r], aq, broadcast_dword(u[r][b].q + 4 * i));
+          I part[kRows];
+#pragma GCC unroll 4
+          for (int r = 0; r < kRows; ++r) part[r] = V::zero();
+    #pragma GCC unroll 8
+      for (int i = s * kDwordsPerScale; i < (s + 1) * kDwordsPerScale; ++i) {
+            const I aq = V::load(A.q[i]);
+#pragma GCC unroll 4
+            for (int r = 0; r < kRows; ++r) part[r] = V::dpbusd(part[r], V::set1(dword_at(u[r][b].q + 4 * i)), aq);
           }
-          for (int r = 0; r < kRows; ++r)
-            sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(part[r], _mm512_set1_epi32(u[r][b].sc[2 * s])));
-          const __m512i bs = _mm512_load_si512(A.bsums[s]);
-          for (int r = 0; r < kRows; ++r) mins[r] = _mm512_dpwssd_epi32(mins[r], bs, broadcast_dword(u[r][b].corr + 2 * s));
+#pragma GCC unroll 4
+          for (int r = 0; r < kRows; ++r) sum[r] = V::add(sum[r], V::mullo(part[r], V::set1(u[r][b].sc[2 * s])));
+          const I bs = V::load(A.bsums[s]);
+#pragma GCC unroll 4
+          for (int r = 0; r < kRows; ++r) mins[r] = V::dpwssd(mins[r], bs, V::set1(dword_at(u[r][b].corr + 2 * s)));
         }
+#pragma GCC unroll 4
         for (int r = 0; r < kRows; ++r) {
-          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[r]), _mm512_mul_ps(_mm512_set1_ps(u[r][b].d), da), acc[r]);
-          accm[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins[r]), _mm512_mul_ps(_mm512_set1_ps(u[r][b].dmin), da), accm[r]);
+          acc[r] = V::fmadd(V::cvt(sum[r]), V::mul(V::fset1(u[r][b].d), da), acc[r]);
+          accm[r] = V::fmadd(V::cvt(mins[r]), V::mul(V::fset1(u[r][b].dmin), da), accm[r]);
         }
       }
     }
-    for (int r = 0; r < kRows; ++r) acc[r] = _mm512_sub_ps(acc[r], accm[r]);
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) acc[r] = V::sub(acc[r], accm[r]);
     return;
   }
   for (int64_t b = 0; b < nb; ++b) {
-    const ActBlock& A = act[b];
-    __m512i sum[kRows], mins[kRows];
+    const ActBlock<W>& A = act[b];
+    I sum[kRows], mins[kRows];
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      sum[r] = _mm512_set1_epi32(-128 * qsum[r][b]);
-      mins[r] = _mm512_setzero_si512();
+      sum[r] = V::zero();
+      mins[r] = V::zero();
     }
+#pragma GCC unroll 8
     for (int s = 0; s < 64 / kDwordsPerScale; ++s) {
-      __m512i part[kRows];
-      for (int r = 0; r < kRows; ++r) part[r] = _mm512_setzero_si512();
+      I part[kRows];
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) part[r] = V::zero();
+#pragma GCC unroll 8
       for (int i = s * kDwordsPerScale; i < (s + 1) * kDwordsPerScale; ++i) {
-        const __m512i aq = _mm512_load_si512(A.q[i]);
-        for (int r = 0; r < kRows; ++r) part[r] = _mm512_dpbusd_epi32(part[r], aq, broadcast_dword(u[r][b].q + 4 * i));
+        const I aq = V::load(A.q[i]);
+#pragma GCC unroll 4
+        for (int r = 0; r < kRows; ++r) part[r] = V::dpbusd(part[r], V::set1(dword_at(u[r][b].q + 4 * i)), aq);
       }
       const int sub = s * kDwordsPerScale / 4;
-      for (int r = 0; r < kRows; ++r)
-        sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(part[r], _mm512_set1_epi32(u[r][b].sc[sub])));
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) sum[r] = V::add(sum[r], V::mullo(part[r], V::set1(u[r][b].sc[sub])));
     }
+#pragma GCC unroll 8
     for (int p = 0; p < 8; ++p) {
-      const __m512i bs = _mm512_load_si512(A.bsums[p]);
-      for (int r = 0; r < kRows; ++r) mins[r] = _mm512_dpwssd_epi32(mins[r], bs, broadcast_dword(u[r][b].corr + 2 * p));
+      const I bs = V::load(A.bsums[p]);
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) mins[r] = V::dpwssd(mins[r], bs, V::set1(dword_at(u[r][b].corr + 2 * p)));
     }
-    const __m512 da = _mm512_load_ps(A.d);
+    const auto da = V::fload(A.d);
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[r]), _mm512_mul_ps(_mm512_set1_ps(u[r][b].d), da), acc[r]);
-      accm[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins[r]), _mm512_mul_ps(_mm512_set1_ps(u[r][b].dmin), da), accm[r]);
+      acc[r] = V::fmadd(V::cvt(sum[r]), V::mul(V::fset1(u[r][b].d), da), acc[r]);
+      accm[r] = V::fmadd(V::cvt(mins[r]), V::mul(V::fset1(u[r][b].dmin), da), accm[r]);
     }
   }
-  for (int r = 0; r < kRows; ++r) acc[r] = _mm512_sub_ps(acc[r], accm[r]);
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) acc[r] = V::sub(acc[r], accm[r]);
 }
 
 thread_local Scratch t_scratch;
 
 // false when the scratch could not be allocated (nothing was written).
-template <class Fmt, bool kGrouped = false>
-bool gemm_tokens(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                 int64_t n_tok, float* out, size_t out_stride) {
+template <class Fmt, int W, bool kGrouped = false>
+bool gemm_tokens_w(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                   int64_t n_tok, float* out, size_t out_stride) {
   const int64_t nb = k / kQK_K;
-  const int64_t n_groups = (n_tok + 15) / 16;
-  const size_t act_bytes = static_cast<size_t>(n_groups * nb) * sizeof(ActBlock);
+  const int64_t n_groups = (n_tok + W - 1) / W;
+  const size_t act_bytes = static_cast<size_t>(n_groups * nb) * sizeof(ActBlock<W>);
   const size_t unpacked_bytes = static_cast<size_t>(kRows * nb) * sizeof(Unpacked);
-  constexpr int64_t kQsumsPerBlock = kGrouped ? 4 : 1;
-  const size_t qsum_bytes = (static_cast<size_t>(kRows * nb * kQsumsPerBlock) * sizeof(int32_t) + 63) / 64 * 64;
-  uint8_t* scratch = t_scratch.get(act_bytes + unpacked_bytes + qsum_bytes);
+  uint8_t* scratch = t_scratch.get(act_bytes + unpacked_bytes);
   if (!scratch) return false;
-  auto* act = reinterpret_cast<ActBlock*>(scratch);
+  auto* act = reinterpret_cast<ActBlock<W>*>(scratch);
   auto* unpacked = reinterpret_cast<Unpacked*>(scratch + act_bytes);
-  auto* qsums = reinterpret_cast<int32_t*>(scratch + act_bytes + unpacked_bytes);
 
   const uint8_t* a8 = static_cast<const uint8_t*>(a);
   for (int64_t g = 0; g < n_groups; ++g)
-    repack_tokens(a8, a_stride, 16 * g, std::min<int64_t>(16, n_tok - 16 * g), nb, act + g * nb);
+    repack_tokens(a8, a_stride, W * g, std::min<int64_t>(W, n_tok - W * g), nb, act + g * nb);
 
   const uint8_t* w8 = static_cast<const uint8_t*>(w);
   for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
     const int64_t nr = std::min<int64_t>(kRows, n_rows - r0);
     const Unpacked* u[kRows];
-    const int32_t* qs[kRows];
     for (int r = 0; r < kRows; ++r) {
       Unpacked* ur = unpacked + r * nb;
-      int32_t* qr = qsums + r * nb * kQsumsPerBlock;
       u[r] = ur;
-      qs[r] = qr;
       if (r >= nr) {  // pad the group with copies of its last row; those results are dropped
         u[r] = u[nr - 1];
-        qs[r] = qs[nr - 1];
         continue;
       }
       const uint8_t* row = w8 + static_cast<size_t>(r0 + r) * w_stride;
-      for (int64_t b = 0; b < nb; ++b) {
-        Fmt::unpack(row + b * static_cast<int64_t>(Fmt::kBytes), ur[b]);
-        if constexpr (kGrouped)
-          scale_weighted_qsum_pairs(ur[b], qr + 4 * b);
-        else
-          qr[b] = scale_weighted_qsum(ur[b]);
-      }
+      for (int64_t b = 0; b < nb; ++b) Fmt::unpack(row + b * static_cast<int64_t>(Fmt::kBytes), ur[b]);
     }
     for (int64_t g = 0; g < n_groups; ++g) {
-      __m512 acc[kRows];
-      compute_group<Fmt, kGrouped>(nb, u, qs, act + g * nb, acc);
-      alignas(64) float res[kRows][16];
-      for (int r = 0; r < kRows; ++r) _mm512_store_ps(res[r], acc[r]);
-      const int64_t nt = std::min<int64_t>(16, n_tok - 16 * g);
+      typename Vec<W>::F acc[kRows];
+      compute_group<Fmt, W, kGrouped>(nb, u, act + g * nb, acc);
+      alignas(64) float res[kRows][W];
+      for (int r = 0; r < kRows; ++r) Vec<W>::store(res[r], acc[r]);
+      const int64_t nt = std::min<int64_t>(W, n_tok - W * g);
       for (int64_t t = 0; t < nt; ++t)
         for (int64_t r = 0; r < nr; ++r)
-          out[static_cast<size_t>(16 * g + t) * out_stride + static_cast<size_t>(r0 + r)] = res[r][t];
+          out[static_cast<size_t>(W * g + t) * out_stride + static_cast<size_t>(r0 + r)] = res[r][t];
     }
   }
   return true;
+}
+
+// 8 token lanes for n_tok <= 8, else 16.
+template <class Fmt, bool kGrouped = false>
+bool gemm_tokens(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                 int64_t n_tok, float* out, size_t out_stride) {
+  if (n_tok <= 8)
+    return gemm_tokens_w<Fmt, 8, kGrouped>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+  return gemm_tokens_w<Fmt, 16, kGrouped>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
 // vpdpbusd: 4 unsigned weight bytes times 4 signed activation bytes, summed per dword.

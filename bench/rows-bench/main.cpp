@@ -1,0 +1,96 @@
+// rows-bench: the K-quant gemm with n_tok single rows (each token the only row of its sequence,
+// RowOrder::kSingle: the decode rows of a continuous batch) on one thread, per TinyLlama-1.1B
+// Q4_K_M weight shape. Prints the minimum thread CPU time of one call per n_tok and its cost per
+// token relative to n_tok = 1 (CPU time: less sensitive to a shared machine than wall time).
+//   rows-bench [--ntok 1,2,4,8,16] [--reps 7] [--isa avx512]
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <time.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "engine/base/ggml_type.h"
+#include "kernels/isa.h"
+#include "kernels/type_ops.h"
+
+namespace {
+
+using baton::GgmlType;
+namespace kernels = baton::kernels;
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+struct Shape {
+  const char* name;
+  GgmlType type;
+  int64_t n_rows, k;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"K-quant gemm cost of n_tok single rows (one thread, CPU time)"};
+  std::vector<int64_t> ntoks = {1, 2, 4, 8, 16};
+  int reps = 7;
+  std::string isa_name = "avx512";
+  app.add_option("--ntok", ntoks, "token counts")->delimiter(',');
+  app.add_option("--reps", reps, "calls per case (the minimum is shown)");
+  app.add_option("--isa", isa_name, "scalar, avx2 or avx512");
+  CLI11_PARSE(app, argc, argv);
+  const auto isa = kernels::parse_isa(isa_name);
+  if (!isa) {
+    fmt::print(stderr, "unknown ISA {}\n", isa_name);
+    return 2;
+  }
+  const Shape shapes[] = {
+      {"q/o 2048x2048", GgmlType::kQ4_K, 2048, 2048},  {"gate/up 5632x2048", GgmlType::kQ4_K, 5632, 2048},
+      {"down 2048x5632 Q4_K", GgmlType::kQ4_K, 2048, 5632}, {"down 2048x5632 Q6_K", GgmlType::kQ6_K, 2048, 5632},
+      {"output 32000x2048 Q6_K", GgmlType::kQ6_K, 32000, 2048},
+  };
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t max_tok = *std::max_element(ntoks.begin(), ntoks.end());
+  fmt::print("| shape | n_tok | ms per call | ms per token | per-token cost vs n_tok=1 |\n|---|--:|--:|--:|--:|\n");
+  for (const Shape& s : shapes) {
+    const kernels::TypeOps* w_ops = kernels::find_type_ops(s.type, *isa);
+    const kernels::TypeOps* a_ops = kernels::find_type_ops(w_ops->vec_dot_type, *isa);
+    const auto& wi = baton::require_ggml_type(s.type);
+    const auto& ai = baton::require_ggml_type(w_ops->vec_dot_type);
+    const size_t w_row = static_cast<size_t>(s.k / wi.block_size) * wi.block_bytes;
+    const size_t a_row = static_cast<size_t>(s.k / ai.block_size) * ai.block_bytes;
+    std::vector<uint8_t> w(w_row * static_cast<size_t>(s.n_rows)), a(a_row * static_cast<size_t>(max_tok));
+    std::vector<float> row(static_cast<size_t>(s.k));
+    for (int64_t r = 0; r < s.n_rows; ++r) {
+      if (r < 64) for (auto& x : row) x = normal(rng);  // quantizing every row is slow: repeat 64
+      if (r < 64) w_ops->from_float(row.data(), w.data() + static_cast<size_t>(r) * w_row, s.k);
+      else std::copy_n(w.data() + static_cast<size_t>(r % 64) * w_row, w_row, w.data() + static_cast<size_t>(r) * w_row);
+    }
+    for (int64_t t = 0; t < max_tok; ++t) {
+      for (auto& x : row) x = normal(rng);
+      a_ops->from_float(row.data(), a.data() + static_cast<size_t>(t) * a_row, s.k);
+    }
+    std::vector<float> out(static_cast<size_t>(s.n_rows * max_tok));
+    const kernels::GemmFn gemm = w_ops->gemm_single ? w_ops->gemm_single : w_ops->gemm;
+    double base = 0;
+    for (int64_t nt : ntoks) {
+      std::vector<double> times;
+      for (int i = 0; i < reps; ++i) {
+        const double t0 = thread_cpu_seconds();
+        gemm(s.k, w.data(), w_row, s.n_rows, a.data(), a_row, nt, out.data(), static_cast<size_t>(s.n_rows));
+        times.push_back(thread_cpu_seconds() - t0);
+      }
+      std::sort(times.begin(), times.end());
+      const double ms = times[0] * 1e3;  // the minimum: the least disturbed call on a shared machine
+      if (nt == 1 || base == 0) base = ms / static_cast<double>(nt);
+      fmt::print("| {} | {} | {:.3f} | {:.3f} | {:.2f} |\n", s.name, nt, ms, ms / static_cast<double>(nt),
+                 ms / static_cast<double>(nt) / base);
+    }
+  }
+  return 0;
+}
