@@ -5,9 +5,11 @@
 // Q4_0 8 rows x 2 tokens (lane r of one vector = row r).
 #include "kernels/legacy_gemm_llama.h"
 #include "kernels/legacy_kernels.h"
+#include "kernels/legacy_q4_0_x16.h"
 
 namespace baton::kernels::avx2 {
 
 BATON_LEGACY_LLAMA_GEMMS(, false)
+BATON_LEGACY_Q4_0_X16_GEMM(, false)
 
 }  // namespace baton::kernels::avx2

@@ -3,9 +3,11 @@
 // x86-64-v4. Used on AVX-512 CPUs without VNNI.
 #include "kernels/legacy_gemm_llama.h"
 #include "kernels/legacy_kernels.h"
+#include "kernels/legacy_q4_0_x16.h"
 
 namespace baton::kernels::avx512 {
 
 BATON_LEGACY_LLAMA_GEMMS(, false)
+BATON_LEGACY_Q4_0_X16_GEMM(, false)
 
 }  // namespace baton::kernels::avx512

@@ -44,14 +44,26 @@ void quantize_q4_1_ref(const float* src, void* dst, int64_t n);
 void quantize_q5_0_ref(const float* src, void* dst, int64_t n);
 void quantize_q5_1_ref(const float* src, void* dst, int64_t n);
 void quantize_q8_0_ref(const float* src, void* dst, int64_t n);
+// Q4_0 rows [0, n_rows) (n_rows a multiple of 16, dense rows of k elements) into the 16-row
+// groups of gemm_q4_0_x16 (layout: legacy_q4_0_x16.h); same size, src and dst must not overlap.
+void repack_q4_0_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
 }  // namespace scalar
+
+// gemm_q4_0_x16: the Q4_0 gemm on repacked weights (n_rows a multiple of 16, w_stride = the
+// dense row bytes); bitwise equal to gemm_q4_0 on the rows before repacking.
+#define BATON_Q4_0_X16_DECL(SUFFIX)                                                                      \
+  void gemm_q4_0_x16##SUFFIX(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, \
+                             size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
 
 namespace avx2 {
 BATON_LEGACY_KERNELS_DECL
+BATON_Q4_0_X16_DECL()
 }  // namespace avx2
 
 namespace avx512 {
 BATON_LEGACY_KERNELS_DECL
+BATON_Q4_0_X16_DECL()
+BATON_Q4_0_X16_DECL(_vnni)
 // The same gemms using AVX512-VNNI dpbusd (same int32 sums, so bitwise the same results);
 // only for CPUs where has_avx512_vnni().
 void gemm_q4_0_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
@@ -67,5 +79,6 @@ void gemm_q8_0_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, c
 }  // namespace avx512
 
 #undef BATON_LEGACY_KERNELS_DECL
+#undef BATON_Q4_0_X16_DECL
 
 }  // namespace baton::kernels

@@ -112,6 +112,13 @@ void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* ac
     if (!resolved_[i].weight || !resolved_[i].weight->gemm)
       fail<UnsupportedError>("matmul {}: no gemm kernel for type {}", t.w.name, ggml_type_name(t.w.type));
     dense_row_bytes(resolved_[i].weight->vec_dot_type, k, t.w.name);  // k fits the activation blocks too
+    if (t.w.repacked_rows != 0) {
+      const TypeOps& ops = *resolved_[i].weight;
+      if (!ops.gemm_repacked || t.w.repacked_rows < 0 || t.w.repacked_rows > t.w.n_rows ||
+          t.w.repacked_rows % ops.repack_rows != 0 || kRowGranule % ops.repack_rows != 0 || t.w.row_bytes != need)
+        fail("matmul {}: {} repacked rows of {} (row stride {}) do not fit this ISA's {} kernels (groups of {})",
+             t.w.name, t.w.repacked_rows, t.w.n_rows, t.w.row_bytes, ggml_type_name(t.w.type), ops.repack_rows);
+    }
   }
 
   // Convert the activations once per distinct vec_dot_type (F32 is used as it is).
@@ -187,12 +194,23 @@ void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* ac
         local -= here;
       }
       const MatmulTarget& t = targets[ti];
-      const int64_t r0 = (local / n_tiles) * rows_per_chunk;
-      const int64_t nr = std::min(rows_per_chunk, t.w.n_rows - r0);
+      int64_t r0 = (local / n_tiles) * rows_per_chunk;
+      int64_t nr = std::min(rows_per_chunk, t.w.n_rows - r0);
       const int64_t t0 = (local % n_tiles) * tok_tile;
       const int64_t nt = std::min(tok_tile, n_tok - t0);
       const TypeOps& ops = *resolved_[ti].weight;
       const char* wr = static_cast<const char*>(t.w.data) + static_cast<size_t>(r0) * t.w.row_bytes;
+      if (r0 < t.w.repacked_rows) {  // groups in the load-time layout (chunks start on group bounds)
+        const int64_t n_rep = std::min(nr, t.w.repacked_rows - r0);
+        ops.gemm_repacked(k, wr, t.w.row_bytes, n_rep,
+                          static_cast<const char*>(converted_[ti]) + static_cast<size_t>(t0) * converted_stride_[ti],
+                          converted_stride_[ti], nt, t.out + static_cast<size_t>(t0) * t.out_stride + r0,
+                          t.out_stride);
+        r0 += n_rep;
+        nr -= n_rep;
+        wr += static_cast<size_t>(n_rep) * t.w.row_bytes;
+        if (nr == 0) continue;
+      }
       auto run = [&](GemmFn gemm, int64_t ta, int64_t tb) {
         gemm(k, wr, t.w.row_bytes, nr,
              static_cast<const char*>(converted_[ti]) + static_cast<size_t>(ta) * converted_stride_[ti],

@@ -31,6 +31,9 @@ struct WeightView {
   int64_t k = 0;                 // elements per row (GGUF ne[0])
   size_t row_bytes = 0;
   std::string_view name;         // the tensor name, for error messages
+  // Rows [0, repacked_rows) are stored in the type's load-time layout (TypeOps::repack, groups
+  // of repack_rows rows); the rest are plain rows. 0: all plain.
+  int64_t repacked_rows = 0;
 
   // Dense rows: row_bytes = k / block_size * block_bytes. Throws baton::FormatError when k is
   // not a multiple of the type's block size.

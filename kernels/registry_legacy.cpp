@@ -59,6 +59,14 @@ Table build() {
     t.ops[i][kQ8_0] = {GgmlType::kQ8_0, GgmlType::kQ8_0, f.dq8_0, f.q8_0, f.g8_0};
     t.ops[i][kQ8_1] = {GgmlType::kQ8_1, GgmlType::kQ8_1, f.dq8_1, f.q8_1, nullptr};
   }
+  // Q4_0 weights repacked into 16-row groups at load (legacy_q4_0_x16.h); not on scalar.
+  const GemmFn x16[3] = {nullptr, avx2::gemm_q4_0_x16,
+                         has_avx512_vnni() ? avx512::gemm_q4_0_x16_vnni : avx512::gemm_q4_0_x16};
+  for (int i = 1; i < 3; ++i) {
+    t.ops[i][kQ4_0].repack_rows = 16;
+    t.ops[i][kQ4_0].repack = scalar::repack_q4_0_x16;
+    t.ops[i][kQ4_0].gemm_repacked = x16[i];
+  }
   return t;
 }
 

@@ -20,6 +20,8 @@ struct Shape {
   int64_t n_rows, k;
 };
 const Shape kShapes[] = {{4096, 4096}, {11008, 4096}};
+// matvec also runs TinyLlama's layer shapes (attn_q/attn_output, ffn_gate/up, ffn_down).
+const Shape kMatvecShapes[] = {{4096, 4096}, {11008, 4096}, {2048, 2048}, {5632, 2048}, {2048, 5632}};
 
 // Every type to run at `isa`: the requested ones, or all with a gemm and a quantizer.
 std::vector<GgmlType> bench_types(const BenchOptions& opt, Isa isa) {
@@ -44,6 +46,18 @@ struct WeightCopies {
   size_t bytes = 0;
   size_t row_bytes = 0;
 };
+
+// The copies in the type's load-time layout (TypeOps::repack of `ops`), rows in whole groups.
+WeightCopies repacked_copies(const WeightCopies& plain, const kernels::TypeOps& ops, const Shape& s) {
+  WeightCopies w;
+  w.bytes = plain.bytes;
+  w.row_bytes = plain.row_bytes;
+  for (const auto& c : plain.copies) {
+    w.copies.emplace_back(w.bytes);
+    ops.repack(c.data(), w.copies.back().data(), s.n_rows, s.k);
+  }
+  return w;
+}
 
 WeightCopies make_weights(GgmlType type, const Shape& s, int copies, kernels::ThreadPool& pool) {
   const kernels::TypeOps* ops = kernels::find_type_ops(type, kernels::active_isa());
@@ -78,22 +92,28 @@ void run_matvec(const BenchOptions& opt, const Peaks& peaks) {
       if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
 
   for (GgmlType type : types) {
-    for (const Shape& s : kShapes) {
+    for (const Shape& s : kMatvecShapes) {
       const GgmlTypeInfo& info = require_ggml_type(type);
       const size_t bytes = static_cast<size_t>(s.k / info.block_size) * info.block_bytes * s.n_rows;
       const int copies = std::max(2, static_cast<int>(std::ceil(4.0 * peaks.llc_bytes / bytes)) + 1);
-      WeightCopies w = make_weights(type, s, copies, setup_pool);
+      WeightCopies plain = make_weights(type, s, copies, setup_pool);
+      WeightCopies packed;
       for (Isa isa : opt.isas) {
         const kernels::TypeOps* wops = kernels::find_type_ops(type, isa);
         if (!wops || !wops->gemm) continue;
         const kernels::MatmulKernels mk{wops, kernels::find_type_ops(wops->vec_dot_type, isa)};
+        const bool can_repack = wops->repack_rows > 0 && s.n_rows % wops->repack_rows == 0;
+        if (can_repack && packed.copies.empty()) packed = repacked_copies(plain, *wops, s);
+        for (int layout = 0; layout < (can_repack ? 2 : 1); ++layout)
         for (int nth : opt.threads) {
+          const WeightCopies& w = layout == 0 ? plain : packed;
+          const int64_t repacked_rows = layout == 0 ? 0 : s.n_rows;
           kernels::ThreadPool pool(nth);
           kernels::MatmulDriver driver(pool);
           auto run_once = [&](int rep) {
             const kernels::MatmulTarget t{
                 kernels::WeightView{type, w.copies[static_cast<size_t>(rep) % w.copies.size()].data(), s.n_rows, s.k,
-                                    w.row_bytes, "bench"},
+                                    w.row_bytes, "bench", repacked_rows},
                 out.data(), static_cast<size_t>(s.n_rows), &mk};
             driver.matmul(std::span<const kernels::MatmulTarget>(&t, 1), act.data(), static_cast<size_t>(s.k), 1);
           };
@@ -110,7 +130,8 @@ void run_matvec(const BenchOptions& opt, const Peaks& peaks) {
           // CPU time per thread: what the matvec costs when the machine is shared (the wall
           // time then includes time slices given to other processes).
           const double cpu = m.cpu_a / nth, cpu_read = m.cpu_b / nth;
-          print_row(Row{"matvec", std::string(info.name), fmt::format("{}x{}", s.n_rows, s.k),
+          print_row(Row{layout == 0 ? "matvec" : "matvec repacked", std::string(info.name),
+                        fmt::format("{}x{}", s.n_rows, s.k),
                         std::string(kernels::isa_name(isa)), nth, sec, gbs,
                         2.0 * static_cast<double>(s.n_rows * s.k) / sec / 1e9, 100.0 * sec_read / sec,
                         fmt::format("{} copies; read-sum {:.2f} GB/s; by CPU time: {:.1f} us, {:.2f} GB/s, {:.0f}% of "

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <array>
+#include <cstring>
+
 #include "engine/base/error.h"
 #include "kernels/type_ops.h"
 
@@ -32,6 +35,31 @@ Matrix bind_matrix(const gguf::GgufFile& file, const std::string& name, int64_t 
   return m;
 }
 
+// The matrices of a layer, in a fixed order.
+std::array<Matrix*, 7> matrices(LayerWeights& w) {
+  return {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down};
+}
+
+size_t matrix_bytes(const Matrix& m) { return m.row_bytes * static_cast<size_t>(m.n_rows); }
+
+// Copies m into `arena` (in its type's load-time layout when the active ISA has one), releases
+// the mmap pages it came from and points m at the copy.
+void place_matrix(const gguf::GgufFile& file, Matrix& m, WeightArena& arena) {
+  const size_t bytes = matrix_bytes(m);
+  uint8_t* dst = arena.allocate(bytes);
+  const auto* src = static_cast<const uint8_t*>(m.data);
+  const kernels::TypeOps* ops = kernels::find_type_ops(m.type, kernels::active_isa());
+  int64_t n_rep = 0;
+  if (ops && ops->repack_rows > 0 && ops->repack && ops->gemm_repacked)
+    n_rep = m.n_rows / ops->repack_rows * ops->repack_rows;
+  if (n_rep > 0) ops->repack(src, dst, n_rep, m.k);
+  const size_t done = m.row_bytes * static_cast<size_t>(n_rep);
+  std::memcpy(dst + done, src + done, bytes - done);
+  file.release(file.require_tensor(m.name));
+  m.data = dst;
+  m.repacked_rows = n_rep;
+}
+
 std::vector<float> load_vector(const gguf::GgufFile& file, const std::string& name, int64_t n) {
   const gguf::TensorInfo& t = file.require_tensor(name);
   check_shape(t, {static_cast<uint64_t>(n)});
@@ -49,7 +77,7 @@ std::vector<float> load_optional_vector(const gguf::GgufFile& file, const std::s
 }  // namespace
 
 std::vector<LayerWeights> bind_layers(const gguf::GgufFile& file, const ModelConfig& c, int64_t first,
-                                      int64_t last) {
+                                      int64_t last, WeightPlacement placement) {
   if (first < 0 || last > c.n_layer || first >= last)
     fail("layer range [{}, {}) is not inside the model's {} layers", first, last, c.n_layer);
   std::vector<LayerWeights> layers;
@@ -80,6 +108,16 @@ std::vector<LayerWeights> bind_layers(const gguf::GgufFile& file, const ModelCon
     w.w_up = bind_matrix(file, name("ffn_up.weight"), c.n_embd, c.n_ff);
     w.w_down = bind_matrix(file, name("ffn_down.weight"), c.n_ff, c.n_embd);
     layers.push_back(std::move(w));
+  }
+  if (placement == WeightPlacement::kResident) {
+    size_t total = 0;
+    for (auto& w : layers)
+      for (Matrix* m : matrices(w)) total += WeightArena::padded(matrix_bytes(*m));
+    auto arena = std::make_shared<WeightArena>(total);
+    for (auto& w : layers) {
+      for (Matrix* m : matrices(w)) place_matrix(file, *m, *arena);
+      w.storage = arena;
+    }
   }
   return layers;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/model/model_config.h"
+#include "engine/model/weight_arena.h"
 #include "gguf/gguf_file.h"
 #include "kernels/matmul.h"
 
@@ -24,12 +25,25 @@ struct LayerWeights {
   std::vector<float> q_norm, k_norm;         // qwen3 only: [head_dim]
   std::vector<float> ffn_norm;               // [n_embd]
   Matrix w_gate, w_up, w_down;               // [n_ff, n_embd] x2, [n_embd, n_ff]
+  // The memory of matrices copied out of the mmap at load (shared by the layers of one
+  // bind_layers call); null when they are views into the mmap.
+  std::shared_ptr<const WeightArena> storage;
 };
 
-// Binds blk.{il}.* for il in [first, last); touches no tensor data except the small 1-D ones
-// (and prefetches the rest). Throws baton::Error naming a missing or misshapen tensor.
+// How bind_layers places the layer matrices.
+enum class WeightPlacement {
+  kMapped,    // views into the mmap (zero copy)
+  kResident,  // copied, tensor by tensor, into one WeightArena (huge pages) and their mmap pages
+              // released, so resident memory stays about the layers' size; matrices whose type
+              // has a load-time layout for the active ISA (TypeOps::repack: Q4_0 on AVX2/AVX-512)
+              // are repacked on the way. Results are the same bits as kMapped.
+};
+
+// Binds blk.{il}.* for il in [first, last) and places the matrices. Throws baton::Error naming a
+// missing or misshapen tensor.
 std::vector<LayerWeights> bind_layers(const gguf::GgufFile& file, const ModelConfig& config,
-                                      int64_t first, int64_t last);
+                                      int64_t first, int64_t last,
+                                      WeightPlacement placement = WeightPlacement::kResident);
 
 struct HeadWeights {
   Matrix token_embd;                 // [n_vocab, n_embd]
