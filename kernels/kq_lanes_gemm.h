@@ -240,9 +240,14 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
     }
     for (int64_t r = 0; r < n_rows; ++r) {
       const uint8_t* wr = w8 + static_cast<size_t>(r) * w_stride;
+      // The next row's block b is prefetched while this row's block b is dotted with the tile.
+      const uint8_t* next = r + 1 < n_rows ? wr + w_stride : nullptr;
       __m256 acc[kTokenTile];
       for (int64_t t = 0; t < nt; ++t) acc[t] = _mm256_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
+        if (next)
+          for (size_t off = 0; off < Fmt::kBytes; off += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(next + static_cast<size_t>(b) * Fmt::kBytes + off), _MM_HINT_T0);
         WBlock wb;
         Fmt::load(wr + static_cast<size_t>(b) * Fmt::kBytes, wb);
         for (int64_t t = 0; t < nt; ++t) {

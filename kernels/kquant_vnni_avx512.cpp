@@ -38,7 +38,10 @@ using kq::Unpacked;
 // all): rows-bench, 2048x2048, one thread: n_tok 4 row kernel ~0.36 ms, 8-lane kernel ~0.45 ms
 // for any n_tok <= 8.
 constexpr int64_t kMinTokens = 5;
-constexpr int kRows = 4;           // weight rows computed together (share each activation load)
+// Weight rows computed together (they share each activation load): 4 with 16 lanes (zmm), 8 with
+// 8 lanes (ymm, 32 registers: 8 rows x (part, sum) fit).
+template <int W>
+constexpr int kRows = W == 8 ? 8 : 4;
 
 template <int W>
 struct Vec;
@@ -190,98 +193,108 @@ inline int32_t dword_at(const void* p) {
   return v;
 }
 
-// The kRows x W results of one row group and token group over all super-blocks.
+// The kRows<W> x W results of one row group and token group over all super-blocks.
 // Q4_K's Order::kSplit (kquant_rows256.h): two chains, subtracted at the end.
 // kGrouped: Q4_K's Order::kGrouped (the same chains, one step per 64 elements).
 template <class Fmt, int W, bool kGrouped = false>
-void compute_group(int64_t nb, const Unpacked* const* u, const ActBlock<W>* act,
-                   typename Vec<W>::F acc[kRows]) {
+void compute_group(int64_t nb, const Unpacked* const* u, const ActBlock<W>* act, typename Vec<W>::F acc[kRows<W>],
+                   const uint8_t* pf, size_t pf_bytes) {
+  constexpr int R = kRows<W>;
+  // Prefetch the next row group's weights (pf, pf_bytes), a slice per super-block, so that its
+  // unpack does not wait for DRAM.
+  const size_t pf_step = (pf_bytes / static_cast<size_t>(nb) + 63) / 64 * 64;
+  auto prefetch = [&](int64_t b) {
+    const size_t begin = static_cast<size_t>(b) * pf_step, end = std::min(pf_bytes, begin + pf_step);
+    for (size_t off = begin; off < end; off += 64) _mm_prefetch(reinterpret_cast<const char*>(pf + off), _MM_HINT_T0);
+  };
   using V = Vec<W>;
   using I = typename V::I;
-  typename V::F accm[kRows];
-#pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) accm[r] = V::fzero();
+  typename V::F accm[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) accm[r] = V::fzero();
   // Q4_K/Q5_K scales are per 32 elements: one multiply per 8 dwords instead of 4.
   constexpr int kDwordsPerScale = Fmt::kScaleElems / 4;
-#pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) acc[r] = V::fzero();
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc[r] = V::fzero();
   if constexpr (kGrouped) {
     static_assert(kDwordsPerScale == 8 && Fmt::kKind == Kind::kMins);
     for (int64_t b = 0; b < nb; ++b) {
+      prefetch(b);
       const ActBlock<W>& A = act[b];
       const auto da = V::fload(A.d);
       for (int pr = 0; pr < 4; ++pr) {
-        I sum[kRows], mins[kRows];
-#pragma GCC unroll 4
-        for (int r = 0; r < kRows; ++r) {
+        I sum[R], mins[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
           sum[r] = V::zero();
           mins[r] = V::zero();
         }
         for (int s = 2 * pr; s < 2 * pr + 2; ++s) {
-          I part[kRows];
-#pragma GCC unroll 4
-          for (int r = 0; r < kRows; ++r) part[r] = V::zero();
+          I part[R];
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) part[r] = V::zero();
     #pragma GCC unroll 8
       for (int i = s * kDwordsPerScale; i < (s + 1) * kDwordsPerScale; ++i) {
             const I aq = V::load(A.q[i]);
-#pragma GCC unroll 4
-            for (int r = 0; r < kRows; ++r) part[r] = V::dpbusd(part[r], V::set1(dword_at(u[r][b].q + 4 * i)), aq);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) part[r] = V::dpbusd(part[r], V::set1(dword_at(u[r][b].q + 4 * i)), aq);
           }
-#pragma GCC unroll 4
-          for (int r = 0; r < kRows; ++r) sum[r] = V::add(sum[r], V::mullo(part[r], V::set1(u[r][b].sc[2 * s])));
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) sum[r] = V::add(sum[r], V::mullo(part[r], V::set1(u[r][b].sc[2 * s])));
           const I bs = V::load(A.bsums[s]);
-#pragma GCC unroll 4
-          for (int r = 0; r < kRows; ++r) mins[r] = V::dpwssd(mins[r], bs, V::set1(dword_at(u[r][b].corr + 2 * s)));
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) mins[r] = V::dpwssd(mins[r], bs, V::set1(dword_at(u[r][b].corr + 2 * s)));
         }
-#pragma GCC unroll 4
-        for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
           acc[r] = V::fmadd(V::cvt(sum[r]), V::mul(V::fset1(u[r][b].d), da), acc[r]);
           accm[r] = V::fmadd(V::cvt(mins[r]), V::mul(V::fset1(u[r][b].dmin), da), accm[r]);
         }
       }
     }
-#pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) acc[r] = V::sub(acc[r], accm[r]);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r] = V::sub(acc[r], accm[r]);
     return;
   }
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch(b);
     const ActBlock<W>& A = act[b];
-    I sum[kRows], mins[kRows];
-#pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) {
+    I sum[R], mins[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
       sum[r] = V::zero();
       mins[r] = V::zero();
     }
 #pragma GCC unroll 8
     for (int s = 0; s < 64 / kDwordsPerScale; ++s) {
-      I part[kRows];
-#pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r) part[r] = V::zero();
+      I part[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) part[r] = V::zero();
 #pragma GCC unroll 8
       for (int i = s * kDwordsPerScale; i < (s + 1) * kDwordsPerScale; ++i) {
         const I aq = V::load(A.q[i]);
-#pragma GCC unroll 4
-        for (int r = 0; r < kRows; ++r) part[r] = V::dpbusd(part[r], V::set1(dword_at(u[r][b].q + 4 * i)), aq);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) part[r] = V::dpbusd(part[r], V::set1(dword_at(u[r][b].q + 4 * i)), aq);
       }
       const int sub = s * kDwordsPerScale / 4;
-#pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r) sum[r] = V::add(sum[r], V::mullo(part[r], V::set1(u[r][b].sc[sub])));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) sum[r] = V::add(sum[r], V::mullo(part[r], V::set1(u[r][b].sc[sub])));
     }
 #pragma GCC unroll 8
     for (int p = 0; p < 8; ++p) {
       const I bs = V::load(A.bsums[p]);
-#pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r) mins[r] = V::dpwssd(mins[r], bs, V::set1(dword_at(u[r][b].corr + 2 * p)));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) mins[r] = V::dpwssd(mins[r], bs, V::set1(dword_at(u[r][b].corr + 2 * p)));
     }
     const auto da = V::fload(A.d);
-#pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
       acc[r] = V::fmadd(V::cvt(sum[r]), V::mul(V::fset1(u[r][b].d), da), acc[r]);
       accm[r] = V::fmadd(V::cvt(mins[r]), V::mul(V::fset1(u[r][b].dmin), da), accm[r]);
     }
   }
-#pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) acc[r] = V::sub(acc[r], accm[r]);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc[r] = V::sub(acc[r], accm[r]);
 }
 
 thread_local Scratch t_scratch;
@@ -290,10 +303,11 @@ thread_local Scratch t_scratch;
 template <class Fmt, int W, bool kGrouped = false>
 bool gemm_tokens_w(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                    int64_t n_tok, float* out, size_t out_stride) {
+  constexpr int R = kRows<W>;
   const int64_t nb = k / kQK_K;
   const int64_t n_groups = (n_tok + W - 1) / W;
   const size_t act_bytes = static_cast<size_t>(n_groups * nb) * sizeof(ActBlock<W>);
-  const size_t unpacked_bytes = static_cast<size_t>(kRows * nb) * sizeof(Unpacked);
+  const size_t unpacked_bytes = static_cast<size_t>(R * nb) * sizeof(Unpacked);
   uint8_t* scratch = t_scratch.get(act_bytes + unpacked_bytes);
   if (!scratch) return false;
   auto* act = reinterpret_cast<ActBlock<W>*>(scratch);
@@ -304,10 +318,10 @@ bool gemm_tokens_w(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
     repack_tokens(a8, a_stride, W * g, std::min<int64_t>(W, n_tok - W * g), nb, act + g * nb);
 
   const uint8_t* w8 = static_cast<const uint8_t*>(w);
-  for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
-    const int64_t nr = std::min<int64_t>(kRows, n_rows - r0);
-    const Unpacked* u[kRows];
-    for (int r = 0; r < kRows; ++r) {
+  for (int64_t r0 = 0; r0 < n_rows; r0 += R) {
+    const int64_t nr = std::min<int64_t>(R, n_rows - r0);
+    const Unpacked* u[R];
+    for (int r = 0; r < R; ++r) {
       Unpacked* ur = unpacked + r * nb;
       u[r] = ur;
       if (r >= nr) {  // pad the group with copies of its last row; those results are dropped
@@ -317,11 +331,14 @@ bool gemm_tokens_w(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
       const uint8_t* row = w8 + static_cast<size_t>(r0 + r) * w_stride;
       for (int64_t b = 0; b < nb; ++b) Fmt::unpack(row + b * static_cast<int64_t>(Fmt::kBytes), ur[b]);
     }
+    const int64_t next_rows = std::min<int64_t>(R, n_rows - r0 - nr);
+    const uint8_t* next = w8 + static_cast<size_t>(r0 + nr) * w_stride;
     for (int64_t g = 0; g < n_groups; ++g) {
-      typename Vec<W>::F acc[kRows];
-      compute_group<Fmt, W, kGrouped>(nb, u, act + g * nb, acc);
-      alignas(64) float res[kRows][W];
-      for (int r = 0; r < kRows; ++r) Vec<W>::store(res[r], acc[r]);
+      typename Vec<W>::F acc[R];
+      const size_t pf_bytes = g == 0 && next_rows > 0 ? static_cast<size_t>(next_rows) * w_stride : 0;
+      compute_group<Fmt, W, kGrouped>(nb, u, act + g * nb, acc, next, pf_bytes);
+      alignas(64) float res[R][W];
+      for (int r = 0; r < R; ++r) Vec<W>::store(res[r], acc[r]);
       const int64_t nt = std::min<int64_t>(W, n_tok - W * g);
       for (int64_t t = 0; t < nt; ++t)
         for (int64_t r = 0; r < nr; ++r)
