@@ -47,6 +47,7 @@ void quantize_q8_0_ref(const float* src, void* dst, int64_t n);
 // Q4_0 rows [0, n_rows) (n_rows a multiple of 16, dense rows of k elements) into the 16-row
 // groups of gemm_q4_0_x16 (layout: legacy_q4_0_x16.h); same size, src and dst must not overlap.
 void repack_q4_0_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
+void unrepack_q4_0_x16(const void* src, void* dst, int64_t n_rows, int64_t k);  // the inverse
 }  // namespace scalar
 
 // gemm_q4_0_x16: the Q4_0 gemm on repacked weights (n_rows a multiple of 16, w_stride = the

@@ -114,7 +114,7 @@ void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* ac
     dense_row_bytes(resolved_[i].weight->vec_dot_type, k, t.w.name);  // k fits the activation blocks too
     if (t.w.repacked_rows != 0) {
       const TypeOps& ops = *resolved_[i].weight;
-      if (!ops.gemm_repacked || t.w.repacked_rows < 0 || t.w.repacked_rows > t.w.n_rows ||
+      if (!ops.gemm_repacked || !ops.unrepack || t.w.repacked_rows < 0 || t.w.repacked_rows > t.w.n_rows ||
           t.w.repacked_rows % ops.repack_rows != 0 || kRowGranule % ops.repack_rows != 0 || t.w.row_bytes != need)
         fail("matmul {}: {} repacked rows of {} (row stride {}) do not fit this ISA's {} kernels (groups of {})",
              t.w.name, t.w.repacked_rows, t.w.n_rows, t.w.row_bytes, ggml_type_name(t.w.type), ops.repack_rows);
@@ -194,50 +194,53 @@ void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* ac
         local -= here;
       }
       const MatmulTarget& t = targets[ti];
-      int64_t r0 = (local / n_tiles) * rows_per_chunk;
-      int64_t nr = std::min(rows_per_chunk, t.w.n_rows - r0);
+      const int64_t r0 = (local / n_tiles) * rows_per_chunk;
+      const int64_t nr = std::min(rows_per_chunk, t.w.n_rows - r0);
       const int64_t t0 = (local % n_tiles) * tok_tile;
       const int64_t nt = std::min(tok_tile, n_tok - t0);
       const TypeOps& ops = *resolved_[ti].weight;
-      const char* wr = static_cast<const char*>(t.w.data) + static_cast<size_t>(r0) * t.w.row_bytes;
-      if (r0 < t.w.repacked_rows) {  // groups in the load-time layout (chunks start on group bounds)
-        const int64_t n_rep = std::min(nr, t.w.repacked_rows - r0);
-        ops.gemm_repacked(k, wr, t.w.row_bytes, n_rep,
-                          static_cast<const char*>(converted_[ti]) + static_cast<size_t>(t0) * converted_stride_[ti],
-                          converted_stride_[ti], nt, t.out + static_cast<size_t>(t0) * t.out_stride + r0,
-                          t.out_stride);
-        r0 += n_rep;
-        nr -= n_rep;
-        wr += static_cast<size_t>(n_rep) * t.w.row_bytes;
-        if (nr == 0) continue;
-      }
-      auto run = [&](GemmFn gemm, int64_t ta, int64_t tb) {
-        gemm(k, wr, t.w.row_bytes, nr,
-             static_cast<const char*>(converted_[ti]) + static_cast<size_t>(ta) * converted_stride_[ti],
-             converted_stride_[ti], tb - ta, t.out + static_cast<size_t>(ta) * t.out_stride + r0, t.out_stride);
+      const bool all_gemm = !ops.gemm_single && !ops.gemm_grouped;
+      const bool all_single = ops.gemm_single && ops.gemm_rows_multiple > 1 && t.w.n_rows % ops.gemm_rows_multiple != 0;
+      auto kernel = [&](int64_t tok) {
+        if (all_gemm) return ops.gemm;
+        if (all_single) return ops.gemm_single;
+        switch (orders[static_cast<size_t>(tok)]) {
+          case RowOrder::kSingle: return ops.gemm_single ? ops.gemm_single : ops.gemm;
+          case RowOrder::kGrouped: return ops.gemm_grouped ? ops.gemm_grouped : ops.gemm;
+          case RowOrder::kBatch: break;
+        }
+        return ops.gemm;
       };
-      if (!ops.gemm_single && !ops.gemm_grouped) {
-        run(ops.gemm, t0, t0 + nt);
-      } else if (ops.gemm_single && ops.gemm_rows_multiple > 1 && t.w.n_rows % ops.gemm_rows_multiple != 0) {
-        run(ops.gemm_single, t0, t0 + nt);
-      } else {
-        auto kernel = [&](int64_t tok) {
-          switch (orders[static_cast<size_t>(tok)]) {
-            case RowOrder::kSingle: return ops.gemm_single ? ops.gemm_single : ops.gemm;
-            case RowOrder::kGrouped: return ops.gemm_grouped ? ops.gemm_grouped : ops.gemm;
-            case RowOrder::kBatch: break;
-          }
-          return ops.gemm;
-        };
-        // runs of tokens with the same kernel
+      // Rows [ra, ra + n) of one layout: runs of tokens with the same kernel. Repacked groups go
+      // to gemm_repacked where the kernel is gemm (the same order), else through a plain copy.
+      auto run_rows = [&](int64_t ra, int64_t n, bool repacked) {
+        const char* w = static_cast<const char*>(t.w.data) + static_cast<size_t>(ra) * t.w.row_bytes;
+        const char* plain = repacked ? nullptr : w;
         for (int64_t ta = t0; ta < t0 + nt;) {
           const GemmFn g = kernel(ta);
           int64_t tb = ta + 1;
           while (tb < t0 + nt && kernel(tb) == g) ++tb;
-          run(g, ta, tb);
+          GemmFn run = g;
+          const char* wg = plain;
+          if (repacked && g == ops.gemm) {
+            run = ops.gemm_repacked;
+            wg = w;
+          } else if (!wg) {
+            thread_local AlignedBuffer unpacked;
+            unpacked.resize(static_cast<size_t>(n) * t.w.row_bytes);
+            ops.unrepack(w, unpacked.data(), n, k);
+            wg = plain = unpacked.as<char>();
+          }
+          run(k, wg, t.w.row_bytes, n,
+              static_cast<const char*>(converted_[ti]) + static_cast<size_t>(ta) * converted_stride_[ti],
+              converted_stride_[ti], tb - ta, t.out + static_cast<size_t>(ta) * t.out_stride + ra, t.out_stride);
           ta = tb;
         }
-      }
+      };
+      // chunks start on group bounds (rows_per_chunk is a multiple of kRowGranule)
+      const int64_t n_rep = std::clamp<int64_t>(t.w.repacked_rows - r0, 0, nr);
+      if (n_rep > 0) run_rows(r0, n_rep, true);
+      if (n_rep < nr) run_rows(r0 + n_rep, nr - n_rep, false);
     }
   };
   pool_.run(compute, static_cast<int>(std::min<int64_t>(nth, n_chunks)));

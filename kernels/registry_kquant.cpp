@@ -3,6 +3,7 @@
 // reference ones for every ISA: quantizing a model is a one-off job.
 #include "kernels/kq_lanes_kernels.h"
 #include "kernels/kquant_kernels.h"
+#include "kernels/kquant_x16.h"
 #include "kernels/type_ops_registry.h"
 
 namespace baton::kernels::detail {
@@ -28,11 +29,22 @@ constexpr TypeOps kScalar[] = {
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, scalar::quantize_q8_k, nullptr},
 };
 
+// Q4_K with its 16-row load-time layout (kquant_q4k_x16.h) and the gemm on it.
+constexpr TypeOps with_x16(TypeOps ops, GemmFn gemm_repacked) {
+  ops.repack_rows = 16;
+  ops.repack = scalar::repack_q4_k_x16;
+  ops.unrepack = scalar::unrepack_q4_k_x16;
+  ops.gemm_repacked = gemm_repacked;
+  return ops;
+}
+
 constexpr TypeOps kAvx2[] = {
     weight_ops(GgmlType::kQ2_K, avx2::dequantize_q2_k, scalar::quantize_q2_k_ref, avx2::gemm_q2_k_lanes),
     weight_ops(GgmlType::kQ3_K, avx2::dequantize_q3_k, scalar::quantize_q3_k_ref, avx2::gemm_q3_k_lanes),
-    with_grouped(weight_ops(GgmlType::kQ4_K, avx2::dequantize_q4_k, scalar::quantize_q4_k_ref, avx2::gemm_q4_k),
-                 avx2::gemm_q4_k_grouped),
+    with_x16(with_grouped(weight_ops(GgmlType::kQ4_K, avx2::dequantize_q4_k, scalar::quantize_q4_k_ref,
+                                     avx2::gemm_q4_k),
+                          avx2::gemm_q4_k_grouped),
+             avx2::gemm_q4_k_x16),
     weight_ops(GgmlType::kQ5_K, avx2::dequantize_q5_k, scalar::quantize_q5_k_ref, avx2::gemm_q5_k),
     weight_ops(GgmlType::kQ6_K, avx2::dequantize_q6_k, scalar::quantize_q6_k_ref, avx2::gemm_q6_k_lanes),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx2::quantize_q8_k, nullptr},
@@ -41,8 +53,10 @@ constexpr TypeOps kAvx2[] = {
 constexpr TypeOps kAvx512[] = {
     weight_ops(GgmlType::kQ2_K, avx512::dequantize_q2_k, scalar::quantize_q2_k_ref, avx512::gemm_q2_k_lanes),
     weight_ops(GgmlType::kQ3_K, avx512::dequantize_q3_k, scalar::quantize_q3_k_ref, avx512::gemm_q3_k_lanes),
-    with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref, avx512::gemm_q4_k),
-                 avx512::gemm_q4_k_grouped),
+    with_x16(with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref,
+                                     avx512::gemm_q4_k),
+                          avx512::gemm_q4_k_grouped),
+             avx512::gemm_q4_k_x16),
     weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k),
     weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_lanes),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},
@@ -52,8 +66,10 @@ constexpr TypeOps kAvx512[] = {
 constexpr TypeOps kAvx512Vnni[] = {
     weight_ops(GgmlType::kQ2_K, avx512::dequantize_q2_k, scalar::quantize_q2_k_ref, avx512::gemm_q2_k_lanes),
     weight_ops(GgmlType::kQ3_K, avx512::dequantize_q3_k, scalar::quantize_q3_k_ref, avx512::gemm_q3_k_lanes),
-    with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref, avx512::gemm_q4_k_vnni),
-                 avx512::gemm_q4_k_grouped_vnni),
+    with_x16(with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref,
+                                     avx512::gemm_q4_k_vnni),
+                          avx512::gemm_q4_k_grouped_vnni),
+             avx512::gemm_q4_k_x16_vnni),
     weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k_vnni),
     weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_lanes_vnni),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},

@@ -65,6 +65,7 @@ Table build() {
   for (int i = 1; i < 3; ++i) {
     t.ops[i][kQ4_0].repack_rows = 16;
     t.ops[i][kQ4_0].repack = scalar::repack_q4_0_x16;
+    t.ops[i][kQ4_0].unrepack = scalar::unrepack_q4_0_x16;
     t.ops[i][kQ4_0].gemm_repacked = x16[i];
   }
   return t;

@@ -50,7 +50,7 @@ void place_matrix(const gguf::GgufFile& file, Matrix& m, WeightArena& arena) {
   const auto* src = static_cast<const uint8_t*>(m.data);
   const kernels::TypeOps* ops = kernels::find_type_ops(m.type, kernels::active_isa());
   int64_t n_rep = 0;
-  if (ops && ops->repack_rows > 0 && ops->repack && ops->gemm_repacked)
+  if (ops && ops->repack_rows > 0 && ops->repack && ops->unrepack && ops->gemm_repacked)
     n_rep = m.n_rows / ops->repack_rows * ops->repack_rows;
   if (n_rep > 0) ops->repack(src, dst, n_rep, m.k);
   const size_t done = m.row_bytes * static_cast<size_t>(n_rep);
@@ -126,7 +126,7 @@ std::vector<float> load_rope_freqs(const gguf::GgufFile& file, const ModelConfig
   return load_optional_vector(file, "rope_freqs.weight", c.n_rot / 2);
 }
 
-HeadWeights bind_head(const gguf::GgufFile& file, const ModelConfig& c) {
+HeadWeights bind_head(const gguf::GgufFile& file, const ModelConfig& c, WeightPlacement placement) {
   HeadWeights h;
   const gguf::TensorInfo& embd = file.require_tensor("token_embd.weight");
   if (embd.ne.size() != 2 || static_cast<int64_t>(embd.ne[0]) != c.n_embd)
@@ -136,8 +136,13 @@ HeadWeights bind_head(const gguf::GgufFile& file, const ModelConfig& c) {
     fail("tensor token_embd.weight has {} rows but the tokenizer has {} tokens", n_vocab, c.n_vocab);
   h.token_embd = bind_matrix(file, "token_embd.weight", c.n_embd, n_vocab);
   h.output_norm = load_vector(file, "output_norm.weight", c.n_embd);
-  h.output = file.find_tensor("output.weight") ? bind_matrix(file, "output.weight", c.n_embd, n_vocab)
-                                               : h.token_embd;
+  const bool tied = !file.find_tensor("output.weight");
+  h.output = tied ? h.token_embd : bind_matrix(file, "output.weight", c.n_embd, n_vocab);
+  if (!tied && placement == WeightPlacement::kResident) {
+    auto arena = std::make_shared<WeightArena>(WeightArena::padded(matrix_bytes(h.output)));
+    place_matrix(file, h.output, *arena);
+    h.storage = std::move(arena);
+  }
   h.rope_freqs = load_rope_freqs(file, c);
   return h;
 }

@@ -50,9 +50,13 @@ struct HeadWeights {
   std::vector<float> output_norm;    // [n_embd]
   Matrix output;                     // [n_vocab, n_embd]; token_embd when tied
   std::vector<float> rope_freqs;     // [n_rot / 2] llama3-style frequency factors, or empty
+  std::shared_ptr<const WeightArena> storage;  // output's memory when placed kResident (untied)
 };
 
-HeadWeights bind_head(const gguf::GgufFile& file, const ModelConfig& config);
+// kResident: an untied output matrix is placed like the layer matrices (the embedding table
+// stays in the mmap: get_rows reads a few rows of it per token).
+HeadWeights bind_head(const gguf::GgufFile& file, const ModelConfig& config,
+                      WeightPlacement placement = WeightPlacement::kResident);
 // Only rope_freqs.weight (needed by every stage); empty when absent.
 std::vector<float> load_rope_freqs(const gguf::GgufFile& file, const ModelConfig& config);
 

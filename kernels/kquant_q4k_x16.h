@@ -1,0 +1,206 @@
+// The Q4_K gemm on weights repacked at load into groups of 16 rows (repack_q4_k_x16,
+// kquant_q4k_repack.cpp), in llama.cpp's repacked q4_K GEMV order (the order of TypeOps::gemm
+// for Q4_K, kquant_kernels.h): per output two float chains, one step per super-block,
+//   acc = fma(float(sumi), d_w * d_a, acc), accm = fma(float(summ), dmin_w * d_a, accm),
+// result acc - accm, with sumi = Σ_j sc_j Σ q a and summ = Σ_j m_j (bsums[2j] + bsums[2j+1])
+// exact integers (any summation order gives the same bits).
+//
+// Layout of one group (16 rows; the same 16 * 144 bytes per super-block as the plain rows),
+// super-block b at 2304 b:
+//   [0, 32)        d of rows 0..15 (f16)          [32, 64)   dmin of rows 0..15 (f16)
+//   [64 + 64 u, +64)  u = 0, 1, 2: bytes 4u..4u+3 of row j's 12 packed scale bytes at + 4 j
+//   [256 + 64 (8 c + q), +64)  c = 0..3, q = 0..7: bytes 32c + 4q .. +3 of row j's qs at + 4 j
+//                  (low nibbles: elements 64c + 4q.., sub-block 2c; high: 64c + 32 + 4q.., 2c + 1)
+// Lane j of every 64-byte unit is row j: one dpbusd (or maddubs) per unit and nibble half
+// against 4 broadcast activation bytes, the 6-bit scales and mins unpacked lane-wise by shifts,
+// no transposes, one sequential stream per group. An AVX2 build reads each unit as two 8-row
+// halves (rows 0..7: the first 32 bytes).
+//
+// Without VNNI the 8 maddubs results of a sub-block are summed in int16: 16 products of at most
+// 15 * 128 per int16 lane, |sum| <= 30720, exact.
+// Included by q4k_x16_{avx2,avx512,vnni_avx512}.cpp; internal linkage per ISA.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/blocks_k.h"
+
+namespace baton::kernels {
+namespace {  // NOLINT: one copy per ISA translation unit (different -march), never shared
+namespace q4k_x16 {
+
+constexpr int64_t kRows = 16;
+constexpr size_t kGroupBlock = 2304;  // bytes of one super-block of a group
+constexpr size_t kScales = 64, kQuants = 256;
+
+inline int32_t load_i32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// 256-bit (AVX2: two 8-row halves per group) or 512-bit (one 16-row pass) vector helpers.
+#ifdef __AVX512F__
+using VecI = __m512i;
+using VecF = __m512;
+inline VecI load_unit(const uint8_t* p) { return _mm512_loadu_si512(p); }
+inline VecI bcast_i32(int32_t v) { return _mm512_set1_epi32(v); }
+inline VecI zero_i() { return _mm512_setzero_si512(); }
+inline VecI and_i(VecI a, VecI b) { return _mm512_and_si512(a, b); }
+inline VecI or_i(VecI a, VecI b) { return _mm512_or_si512(a, b); }
+inline VecI add_i32(VecI a, VecI b) { return _mm512_add_epi32(a, b); }
+inline VecI add_i16(VecI a, VecI b) { return _mm512_add_epi16(a, b); }
+inline VecI mul_i32(VecI a, VecI b) { return _mm512_mullo_epi32(a, b); }
+inline VecI srli16_4(VecI a) { return _mm512_srli_epi16(a, 4); }
+template <int N>
+inline VecI srli32(VecI a) { return _mm512_srli_epi32(a, N); }
+inline VecI maddubs(VecI u, VecI s) { return _mm512_maddubs_epi16(u, s); }
+inline VecI madd_ones(VecI a) { return _mm512_madd_epi16(a, _mm512_set1_epi16(1)); }
+template <bool kVnni>
+inline VecI dot(VecI acc, VecI u, VecI s) {
+  if constexpr (kVnni) return _mm512_dpbusd_epi32(acc, u, s);
+  else return acc;  // unused
+}
+inline VecF load_f16x(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline VecF set1_f(float v) { return _mm512_set1_ps(v); }
+inline VecF zero_f() { return _mm512_setzero_ps(); }
+inline VecF fmadd(VecF a, VecF b, VecF c) { return _mm512_fmadd_ps(a, b, c); }
+inline VecF mul_f(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
+inline VecF cvt(VecI a) { return _mm512_cvtepi32_ps(a); }
+inline void store_result(float* out, VecF acc, VecF accm) { _mm512_storeu_ps(out, _mm512_sub_ps(acc, accm)); }
+constexpr int kHalves = 1;
+#else
+using VecI = __m256i;
+using VecF = __m256;
+inline VecI load_unit(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline VecI bcast_i32(int32_t v) { return _mm256_set1_epi32(v); }
+inline VecI zero_i() { return _mm256_setzero_si256(); }
+inline VecI and_i(VecI a, VecI b) { return _mm256_and_si256(a, b); }
+inline VecI or_i(VecI a, VecI b) { return _mm256_or_si256(a, b); }
+inline VecI add_i32(VecI a, VecI b) { return _mm256_add_epi32(a, b); }
+inline VecI add_i16(VecI a, VecI b) { return _mm256_add_epi16(a, b); }
+inline VecI mul_i32(VecI a, VecI b) { return _mm256_mullo_epi32(a, b); }
+inline VecI srli16_4(VecI a) { return _mm256_srli_epi16(a, 4); }
+template <int N>
+inline VecI srli32(VecI a) { return _mm256_srli_epi32(a, N); }
+inline VecI maddubs(VecI u, VecI s) { return _mm256_maddubs_epi16(u, s); }
+inline VecI madd_ones(VecI a) { return _mm256_madd_epi16(a, _mm256_set1_epi16(1)); }
+template <bool kVnni>
+inline VecI dot(VecI acc, VecI, VecI) {
+  static_assert(!kVnni, "the AVX2 build has no VNNI variant");
+  return acc;
+}
+inline VecF load_f16x(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline VecF set1_f(float v) { return _mm256_set1_ps(v); }
+inline VecF zero_f() { return _mm256_setzero_ps(); }
+inline VecF fmadd(VecF a, VecF b, VecF c) { return _mm256_fmadd_ps(a, b, c); }
+inline VecF mul_f(VecF a, VecF b) { return _mm256_mul_ps(a, b); }
+inline VecF cvt(VecI a) { return _mm256_cvtepi32_ps(a); }
+inline void store_result(float* out, VecF acc, VecF accm) { _mm256_storeu_ps(out, _mm256_sub_ps(acc, accm)); }
+constexpr int kHalves = 2;
+#endif
+
+// Lanes' 6-bit scale (kMin = false) or min of sub-block J from the packed words u0, u1, u2.
+template <int J, bool kMin>
+inline VecI scale_of(VecI u0, VecI u1, VecI u2) {
+  const VecI lowbits = kMin ? u1 : u0;
+  if constexpr (J < 4) {
+    return and_i(srli32<8 * J>(lowbits), bcast_i32(63));
+  } else {
+    constexpr int I = J - 4;
+    return or_i(and_i(srli32<8 * I + (kMin ? 4 : 0)>(u2), bcast_i32(0x0F)),
+                and_i(srli32<8 * I + 2>(lowbits), bcast_i32(0x30)));
+  }
+}
+
+// Lane-wise Σ q a over sub-blocks 2C (lo) and 2C + 1 (hi) of a super-block, from the pair's 8
+// units (activations aq = the Q8_K block's qs). VNNI: dpbusd; else maddubs summed in int16.
+template <bool kVnni, int C>
+inline void pair_sums(const uint8_t* units, size_t unit_stride, const uint8_t* aq, VecI& lo, VecI& hi) {
+  VecI slo = zero_i(), shi = zero_i();
+#pragma GCC unroll 8
+  for (int q = 0; q < 8; ++q) {
+    const VecI v = load_unit(units + static_cast<size_t>(8 * C + q) * unit_stride);
+    const VecI nib = bcast_i32(0x0F0F0F0F);
+    const VecI l = and_i(v, nib), h = and_i(srli16_4(v), nib);
+    const VecI alo = bcast_i32(load_i32(aq + 64 * C + 4 * q)), ahi = bcast_i32(load_i32(aq + 64 * C + 32 + 4 * q));
+    if constexpr (kVnni) {
+      slo = dot<kVnni>(slo, l, alo);
+      shi = dot<kVnni>(shi, h, ahi);
+    } else {
+      slo = add_i16(slo, maddubs(l, alo));
+      shi = add_i16(shi, maddubs(h, ahi));
+    }
+  }
+  if constexpr (kVnni) {
+    lo = slo;
+    hi = shi;
+  } else {
+    lo = madd_ones(slo);
+    hi = madd_ones(shi);
+  }
+}
+
+// One group half (kHalves = 2: rows 8h..8h+7 of the AVX2 build) x one token.
+template <bool kVnni>
+void group_token(int64_t nb, const uint8_t* g, int h, const uint8_t* a, float* out) {
+  constexpr size_t kUnit = 64;
+  const size_t half = static_cast<size_t>(h) * (kUnit / kHalves);  // byte offset of the half in a unit
+  VecF acc = zero_f(), accm = zero_f();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* x = g + static_cast<size_t>(b) * kGroupBlock;
+    const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
+    const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
+    int16_t bs[16];
+    std::memcpy(bs, ab + offsetof(BlockQ8K, bsums), sizeof bs);
+    float da;
+    std::memcpy(&da, ab + offsetof(BlockQ8K, d), 4);
+    const VecI u0 = load_unit(x + kScales + half), u1 = load_unit(x + kScales + kUnit + half),
+               u2 = load_unit(x + kScales + 2 * kUnit + half);
+    const uint8_t* units = x + kQuants + half;
+    VecI l0, h0, l1, h1, l2, h2, l3, h3;
+    pair_sums<kVnni, 0>(units, kUnit, aq, l0, h0);
+    pair_sums<kVnni, 1>(units, kUnit, aq, l1, h1);
+    pair_sums<kVnni, 2>(units, kUnit, aq, l2, h2);
+    pair_sums<kVnni, 3>(units, kUnit, aq, l3, h3);
+    VecI sumi = add_i32(mul_i32(l0, scale_of<0, false>(u0, u1, u2)), mul_i32(h0, scale_of<1, false>(u0, u1, u2)));
+    sumi = add_i32(sumi, add_i32(mul_i32(l1, scale_of<2, false>(u0, u1, u2)), mul_i32(h1, scale_of<3, false>(u0, u1, u2))));
+    sumi = add_i32(sumi, add_i32(mul_i32(l2, scale_of<4, false>(u0, u1, u2)), mul_i32(h2, scale_of<5, false>(u0, u1, u2))));
+    sumi = add_i32(sumi, add_i32(mul_i32(l3, scale_of<6, false>(u0, u1, u2)), mul_i32(h3, scale_of<7, false>(u0, u1, u2))));
+    auto bsum32 = [&](int j) { return bcast_i32(bs[2 * j] + bs[2 * j + 1]); };
+    VecI summ = add_i32(mul_i32(scale_of<0, true>(u0, u1, u2), bsum32(0)), mul_i32(scale_of<1, true>(u0, u1, u2), bsum32(1)));
+    summ = add_i32(summ, add_i32(mul_i32(scale_of<2, true>(u0, u1, u2), bsum32(2)), mul_i32(scale_of<3, true>(u0, u1, u2), bsum32(3))));
+    summ = add_i32(summ, add_i32(mul_i32(scale_of<4, true>(u0, u1, u2), bsum32(4)), mul_i32(scale_of<5, true>(u0, u1, u2), bsum32(5))));
+    summ = add_i32(summ, add_i32(mul_i32(scale_of<6, true>(u0, u1, u2), bsum32(6)), mul_i32(scale_of<7, true>(u0, u1, u2), bsum32(7))));
+    const size_t dhalf = static_cast<size_t>(h) * (32 / kHalves);
+    const VecF vda = set1_f(da);
+    acc = fmadd(cvt(sumi), mul_f(load_f16x(x + dhalf), vda), acc);
+    accm = fmadd(cvt(summ), mul_f(load_f16x(x + 32 + dhalf), vda), accm);
+  }
+  store_result(out + h * (kRows / kHalves), acc, accm);
+}
+
+// The gemm on repacked weights: n_rows a multiple of 16, w = the first group, groups
+// 16 * w_stride bytes apart (w_stride = the dense row bytes).
+template <bool kVnni>
+void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+          float* out, size_t out_stride) {
+  const int64_t nb = k / kQK_K;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(a);
+  for (int64_t r0 = 0; r0 + kRows <= n_rows; r0 += kRows) {
+    const uint8_t* g = wb + static_cast<size_t>(r0) * w_stride;
+    for (int64_t t = 0; t < n_tok; ++t)
+      for (int h = 0; h < kHalves; ++h)
+        group_token<kVnni>(nb, g, h, ab + static_cast<size_t>(t) * a_stride,
+                           out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0));
+  }
+}
+
+}  // namespace q4k_x16
+}  // namespace
+}  // namespace baton::kernels

@@ -1,0 +1,32 @@
+// Q4_K weights repacked at load into 16-row groups (TypeOps::repack; layout and float order:
+// kquant_q4k_x16.h): the repack / unrepack permutations and the gemms on the repacked layout,
+// per ISA. gemm_q4_k_x16*: n_rows a multiple of 16, w_stride = the dense row bytes; bitwise equal
+// to the Q4_K gemm (TypeOps::gemm, llama.cpp's GEMV order) on the rows before repacking.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace baton::kernels {
+
+namespace scalar {
+// Rows [0, n_rows) (n_rows a multiple of 16, dense rows of k elements) to the repacked layout
+// and back; same size, src and dst must not overlap.
+void repack_q4_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
+void unrepack_q4_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
+}  // namespace scalar
+
+namespace avx2 {
+void gemm_q4_k_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                   int64_t n_tok, float* out, size_t out_stride);
+}  // namespace avx2
+
+namespace avx512 {
+void gemm_q4_k_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                   int64_t n_tok, float* out, size_t out_stride);
+// With AVX512-VNNI dpbusd (same integer sums): only where has_avx512_vnni().
+void gemm_q4_k_x16_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                        int64_t n_tok, float* out, size_t out_stride);
+}  // namespace avx512
+
+}  // namespace baton::kernels

@@ -1,0 +1,12 @@
+// AVX2 build of the repacked Q4_K gemm (kquant_q4k_x16.h): each 16-row group as two 8-row halves.
+#include "kernels/kquant_q4k_x16.h"
+#include "kernels/kquant_x16.h"
+
+namespace baton::kernels::avx2 {
+
+void gemm_q4_k_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                   int64_t n_tok, float* out, size_t out_stride) {
+  q4k_x16::gemm<false>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+}
+
+}  // namespace baton::kernels::avx2
