@@ -23,6 +23,9 @@
 #include "kernels/blocks_legacy.h"
 #include "kernels/legacy_gemm_q4_0.h"
 #include "kernels/legacy_gemm_simd.h"
+#ifdef __AVX512F__
+#include "kernels/legacy_gemm_pairs.h"
+#endif
 
 namespace baton::kernels {
 namespace {  // NOLINT: one copy per ISA translation unit (different -march), never shared
@@ -211,10 +214,28 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
     r0 = q4_0_gemm_groups<kVnni>(nb, wb, w_stride, n_rows, ab, a_stride, n_tok, out, out_stride);
   }
   const int64_t row_step = n_tok == 1 ? kDecodeRows : kRows;
+  int64_t n_pairs = 0;  // tokens [0, 2 n_pairs) by the zmm pair tiles (AVX-512 + VNNI)
+#ifdef __AVX512F__
+  [[maybe_unused]] PairActs pairs{};
+  if constexpr (kVnni && kPairForm<F>) {
+    n_pairs = n_tok / 2;
+    if (n_pairs > 0) pairs = pack_pairs(nb, ab, a_stride, n_pairs);
+  }
+#endif
   while (r0 < n_rows) {
     const int64_t left = n_rows - r0 < row_step ? n_rows - r0 : row_step;
     const int64_t nr = left >= 4 ? 4 : left >= 2 ? 2 : 1;
-    for (int64_t t0 = 0; t0 < n_tok; t0 += kToks) {
+#ifdef __AVX512F__
+    if constexpr (kVnni && kPairForm<F>) {
+      for (int64_t p0 = 0; p0 < n_pairs; p0 += kPairs) {
+        const int64_t np = n_pairs - p0 < kPairs ? n_pairs - p0 : kPairs;
+        const size_t j = static_cast<size_t>(p0 * nb);
+        pick_pairs<F>(nr, np)(nb, wb + r0 * w_stride, w_stride, pairs.qs + 64 * j, pairs.d + 2 * j,
+                              out + 2 * p0 * out_stride + r0, out_stride);
+      }
+    }
+#endif
+    for (int64_t t0 = 2 * n_pairs; t0 < n_tok; t0 += kToks) {
       const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;
       pick<F, kVnni>(nr, nt)(nb, wb + r0 * w_stride, w_stride, ab + t0 * a_stride, a_stride,
                              out + t0 * out_stride + r0, out_stride);
