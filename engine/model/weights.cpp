@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "engine/base/error.h"
 #include "kernels/type_ops.h"
@@ -42,22 +45,61 @@ std::array<Matrix*, 7> matrices(LayerWeights& w) {
 
 size_t matrix_bytes(const Matrix& m) { return m.row_bytes * static_cast<size_t>(m.n_rows); }
 
-// Copies m into `arena` (in its type's load-time layout when the active ISA has one), releases
-// the mmap pages it came from and points m at the copy.
-void place_matrix(const gguf::GgufFile& file, Matrix& m, WeightArena& arena) {
-  const size_t bytes = matrix_bytes(m);
-  uint8_t* dst = arena.allocate(bytes);
-  const auto* src = static_cast<const uint8_t*>(m.data);
-  const kernels::TypeOps* ops = kernels::find_type_ops(m.type, kernels::active_isa());
-  int64_t n_rep = 0;
-  if (ops && ops->repack_rows > 0 && ops->repack && ops->unrepack && ops->gemm_repacked)
-    n_rep = m.n_rows / ops->repack_rows * ops->repack_rows;
-  if (n_rep > 0) ops->repack(src, dst, n_rep, m.k);
-  const size_t done = m.row_bytes * static_cast<size_t>(n_rep);
-  std::memcpy(dst + done, src + done, bytes - done);
-  file.release(file.require_tensor(m.name));
-  m.data = dst;
-  m.repacked_rows = n_rep;
+// One matrix copied out of the mmap into dst (n_rep leading rows repacked).
+struct Placement {
+  Matrix* m;
+  uint8_t* dst;
+  int64_t n_rep;
+  std::atomic<int64_t> slices_left{0};
+};
+
+// Rows per unit of copy work (a multiple of every repack group size).
+constexpr int64_t kSliceRows = 256;
+
+// Copies every matrix into its arena slot (in its type's load-time layout when the active ISA
+// has one), on up to 4 threads in slices of kSliceRows rows; whoever copies a matrix's last
+// slice releases the mmap pages it came from (matrices finish about in order, so resident
+// memory grows by a few matrices at most). Then points the matrices at their copies.
+void place_matrices(const gguf::GgufFile& file, std::vector<Matrix*> ms, WeightArena& arena) {
+  std::vector<Placement> items(ms.size());
+  std::vector<std::pair<size_t, int64_t>> work;  // (item, first row)
+  for (size_t i = 0; i < ms.size(); ++i) {
+    Matrix& m = *ms[i];
+    const kernels::TypeOps* ops = kernels::find_type_ops(m.type, kernels::active_isa());
+    int64_t n_rep = 0;
+    if (ops && ops->repack_rows > 0 && ops->repack && ops->unrepack && ops->gemm_repacked &&
+        kSliceRows % ops->repack_rows == 0)
+      n_rep = m.n_rows / ops->repack_rows * ops->repack_rows;
+    items[i].m = &m;
+    items[i].dst = arena.allocate(matrix_bytes(m));
+    items[i].n_rep = n_rep;
+    int64_t n_slices = 0;
+    for (int64_t r = 0; r < m.n_rows; r += kSliceRows, ++n_slices) work.push_back({i, r});
+    items[i].slices_left.store(n_slices, std::memory_order_relaxed);
+  }
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t w = next.fetch_add(1); w < work.size(); w = next.fetch_add(1)) {
+      Placement& p = items[work[w].first];
+      const Matrix& m = *p.m;
+      const int64_t r0 = work[w].second, r1 = std::min(m.n_rows, r0 + kSliceRows);
+      const int64_t rep_end = std::clamp(p.n_rep, r0, r1);
+      const auto* src = static_cast<const uint8_t*>(m.data);
+      const size_t b0 = m.row_bytes * static_cast<size_t>(r0), b_rep = m.row_bytes * static_cast<size_t>(rep_end);
+      if (rep_end > r0) kernels::find_type_ops(m.type, kernels::active_isa())->repack(src + b0, p.dst + b0, rep_end - r0, m.k);
+      std::memcpy(p.dst + b_rep, src + b_rep, m.row_bytes * static_cast<size_t>(r1 - rep_end));
+      if (p.slices_left.fetch_sub(1) == 1) file.release(file.require_tensor(m.name));
+    }
+  };
+  const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < n_threads; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  for (Placement& p : items) {
+    p.m->data = p.dst;
+    p.m->repacked_rows = p.n_rep;
+  }
 }
 
 std::vector<float> load_vector(const gguf::GgufFile& file, const std::string& name, int64_t n) {
@@ -114,10 +156,12 @@ std::vector<LayerWeights> bind_layers(const gguf::GgufFile& file, const ModelCon
     for (auto& w : layers)
       for (Matrix* m : matrices(w)) total += WeightArena::padded(matrix_bytes(*m));
     auto arena = std::make_shared<WeightArena>(total);
+    std::vector<Matrix*> all;
     for (auto& w : layers) {
-      for (Matrix* m : matrices(w)) place_matrix(file, *m, *arena);
+      for (Matrix* m : matrices(w)) all.push_back(m);
       w.storage = arena;
     }
+    place_matrices(file, std::move(all), *arena);
   }
   return layers;
 }
@@ -140,7 +184,7 @@ HeadWeights bind_head(const gguf::GgufFile& file, const ModelConfig& c, WeightPl
   h.output = tied ? h.token_embd : bind_matrix(file, "output.weight", c.n_embd, n_vocab);
   if (!tied && placement == WeightPlacement::kResident) {
     auto arena = std::make_shared<WeightArena>(WeightArena::padded(matrix_bytes(h.output)));
-    place_matrix(file, h.output, *arena);
+    place_matrices(file, {&h.output}, *arena);
     h.storage = std::move(arena);
   }
   h.rope_freqs = load_rope_freqs(file, c);
