@@ -69,7 +69,7 @@ constexpr TypeOps kAvx512Vnni[] = {
     with_x16(with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref,
                                      avx512::gemm_q4_k_vnni),
                           avx512::gemm_q4_k_grouped_vnni),
-             avx512::gemm_q4_k_x16_vnni),
+             avx512::gemm_q4_k_x16_batch_vnni),
     weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k_vnni),
     weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_lanes_vnni),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},

@@ -14,6 +14,8 @@
 
 #include "engine/base/ggml_type.h"
 #include "kernels/isa.h"
+#include "kernels/kquant_kernels.h"
+#include "kernels/kquant_x16.h"
 #include "kernels/type_ops.h"
 
 namespace {
@@ -84,6 +86,29 @@ int main(int argc, char** argv) {
     for (size_t c = 0; c < n_copies; ++c) std::copy(w.begin(), w.end(), copies.begin() + static_cast<std::ptrdiff_t>(c * w_bytes));
     std::vector<float> out(static_cast<size_t>(s.n_rows * max_tok));
     const kernels::GemmFn gemm = w_ops->gemm_single ? w_ops->gemm_single : w_ops->gemm;
+    // Q4_K in its load-time 16-row layout (what the engine multiplies): the per-token kernel and
+    // the token-parallel one (AVX512-VNNI only).
+    if (s.type == GgmlType::kQ4_K && kernels::has_avx512_vnni()) {
+      std::vector<uint8_t> x16(w_bytes * n_copies);
+      for (size_t c = 0; c < n_copies; ++c)
+        kernels::scalar::repack_q4_k_x16(copies.data() + c * w_bytes, x16.data() + c * w_bytes, s.n_rows, s.k);
+      const std::pair<const char*, kernels::GemmFn> x16_kernels[] = {
+          {"x16 per token", kernels::avx512::gemm_q4_k_x16_vnni}, {"x16 batch", kernels::avx512::gemm_q4_k_x16_batch_vnni}};
+      for (const auto& [label, fn] : x16_kernels) {
+        for (int64_t nt : ntoks) {
+          std::vector<double> times;
+          for (int i = 0; i < reps; ++i) {
+            const double t0 = thread_cpu_seconds();
+            fn(s.k, x16.data() + static_cast<size_t>(i) % n_copies * w_bytes, w_row, s.n_rows, a.data(), a_row, nt,
+               out.data(), static_cast<size_t>(s.n_rows));
+            times.push_back(thread_cpu_seconds() - t0);
+          }
+          std::sort(times.begin(), times.end());
+          fmt::print("| {} {} | {} | {:.3f} | {:.3f} | |\n", s.name, label, nt, times[0] * 1e3,
+                     times[0] * 1e3 / static_cast<double>(nt));
+        }
+      }
+    }
     double base = 0;
     for (int64_t nt : ntoks) {
       std::vector<double> times;
