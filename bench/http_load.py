@@ -102,6 +102,8 @@ def run_request(opts, client, result):
     }
     if opts.seed is not None:
         body["seed"] = opts.seed + client
+    if opts.ban_tokens:
+        body["logit_bias"] = [[t, False] for t in opts.ban_tokens]
     prompt = make_prompt(client, opts.prompt_words)
     if opts.chat:
         path = "/v1/chat/completions"
@@ -202,6 +204,8 @@ def main():
     ap.add_argument("--stop-at-eos", action="store_true", help="do not send ignore_eos")
     ap.add_argument("--cache-prompt", action="store_true",
                     help="send cache_prompt: true (llama-server's prompt-prefix reuse; default false)")
+    ap.add_argument("--ban-tokens", default="",
+                    help="FIRST-LAST: send logit_bias [[id, false], ...] banning these token ids (llama-server)")
     ap.add_argument("--chat", action="store_true", help="use /v1/chat/completions")
     ap.add_argument("--model", default="default", help="model field of the requests")
     ap.add_argument("--api-key", default="")
@@ -210,6 +214,12 @@ def main():
     opts = ap.parse_args()
     if opts.seed is not None and opts.seed < 0:
         opts.seed = None
+    if opts.ban_tokens:
+        try:
+            first, last = (int(x) for x in opts.ban_tokens.split("-"))
+        except ValueError:
+            ap.error("--ban-tokens must be FIRST-LAST, e.g. 3-258")
+        opts.ban_tokens = list(range(first, last + 1))
     if opts.clients < 1 or opts.requests < 1 or opts.max_tokens < 1:
         ap.error("--clients, --requests and --max-tokens must be at least 1")
 

@@ -6,7 +6,7 @@
 # in /tmp/llama.cpp-build), then runs engine-bench and the llama.cpp reference alternately on each
 # file (bench/scripts/compare.py), and kernel-bench's matvec cases.
 # Usage: bench/run_comparison.sh [--reference bench|node] [THREADS=2] [REPS=3]   (env: MODELS, BUILD,
-#        and LLAMA_SRC / LLAMA_BUILD / LLAMA_LIBS of llama_build.sh)
+#        LLAMA_BENCH_ARGS e.g. "--poll 0", and LLAMA_SRC / LLAMA_BUILD / LLAMA_LIBS of llama_build.sh)
 #   --reference bench  llama.cpp's llama-bench (default; falls back to node if it cannot be built)
 #   --reference node   bench/llamacpp/bench.mjs through node-llama-cpp (understates llama.cpp decode)
 set -euo pipefail
@@ -28,7 +28,7 @@ ref_args=(--reference node)
 if [ "$REFERENCE" = bench ]; then
   source "$ROOT/bench/scripts/llama_build.sh"
   if llama_build bench; then
-    ref_args=(--reference bench --llama-bench "$LLAMA_BENCH")
+    ref_args=(--reference bench --llama-bench "$LLAMA_BENCH" --llama-args "${LLAMA_BENCH_ARGS:-}")
   else
     echo "WARNING: llama-bench could not be built; falling back to --reference node" >&2
   fi

@@ -15,6 +15,11 @@
 # Usage: bench/serving_bench.sh [MODEL=/work/models/tinyllama-Q4_K_M.gguf] [REPS=3] [THREADS=2]
 # env: BUILD (default build), CLIENTS ("1 8"), N_GEN (64), PROMPT_WORDS (24), SLOTS (8), CTX (512),
 #      OUT (raw JSON lines, default /tmp/serving_bench.jsonl), SERVERS ("baton llama-server"),
+#      LLAMA_SERVER_ARGS (extra llama-server arguments, e.g. "--poll 0"),
+#      LLAMA_BAN_TOKENS ("3-258"): token ids llama-server's requests ban with logit_bias. Its final
+#      output parse (a PEG "content-only" parser) rejects text with invalid UTF-8 and ends the stream
+#      with an HTTP-500 error event; the random-weight models' byte tokens <0x00>..<0xFF> (ids 3-258 of
+#      the llama vocab) produce such text in ~1 of 3 64-token requests. Empty: ban nothing.
 #      LLAMA_SRC / LLAMA_BUILD / LLAMA_LIBS (see bench/scripts/llama_build.sh)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -57,12 +62,13 @@ trap "exit 130" INT TERM
 
 start_server() {  # $1 = baton | llama-server | node-llama-cpp; waits until /health answers 200
   local log="/tmp/serving_bench_$1.log"
+  PORT=$((PORT + 1))  # a fresh port each time: the previous server's port may still be held
   case "$1" in
     baton)
       "$BUILD/bin/engine-coordinator" -m "$MODEL" -t "$THREADS" --slots "$SLOTS" -c "$CTX" --port "$PORT" >"$log" 2>&1 &;;
     llama-server)  # /health answers 503 while the model loads
       "$LLAMA_SERVER" -m "$MODEL" -t "$THREADS" -np "$SLOTS" -c $((SLOTS * CTX)) --cont-batching \
-        --host 127.0.0.1 --port "$PORT" >"$log" 2>&1 &;;
+        ${LLAMA_SERVER_ARGS:-} --host 127.0.0.1 --port "$PORT" >"$log" 2>&1 &;;
     node-llama-cpp)
       node "$ROOT/bench/llamacpp/server.mjs" -m "$MODEL" -t "$THREADS" --parallel "$SLOTS" -c "$CTX" --port "$PORT" >"$log" 2>&1 &;;
   esac
@@ -84,11 +90,13 @@ load="$ROOT/bench/http_load.py"
 for rep in $(seq 1 "$REPS"); do
   for server in $SERVERS; do
     start_server "$server"
-    python3 "$load" --url "http://127.0.0.1:$PORT" -c 1 -n 4 --json >/dev/null  # warm-up: page in, start threads
+    extra=()
+    [ "$server" = llama-server ] && [ -n "${LLAMA_BAN_TOKENS-3-258}" ] && extra=(--ban-tokens "${LLAMA_BAN_TOKENS-3-258}")
+    python3 "$load" --url "http://127.0.0.1:$PORT" -c 1 -n 4 --json "${extra[@]}" >/dev/null  # warm-up: page in, start threads
     for c in $CLIENTS; do
       la="$(cut -d' ' -f1 /proc/loadavg)"
       cpu0="$(cpu_ticks)"
-      line="$(python3 "$load" --url "http://127.0.0.1:$PORT" -c "$c" -n "$N_GEN" -p "$PROMPT_WORDS" --json)"
+      line="$(python3 "$load" --url "http://127.0.0.1:$PORT" -c "$c" -n "$N_GEN" -p "$PROMPT_WORDS" --json "${extra[@]}" || true)"
       cpu="$(( $(cpu_ticks) - cpu0 ))"
       echo "{\"server\": \"$server\", \"rep\": $rep, \"load\": $la, \"utc\": \"$(date -u +%H:%M)\", \"cpu_seconds\": $(python3 -c "print($cpu / $(getconf CLK_TCK))"), \"run\": $line}" >>"$OUT"
       echo "rep $rep $server clients $c load $la cpu ${cpu} ticks: $line"

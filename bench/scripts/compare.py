@@ -11,8 +11,8 @@ Runs are ALTERNATED (baton, llama.cpp, baton, ...) with one repetition per proce
 its own warm-up first), so drifting load on a shared machine hits both alike; the table shows the
 median over runs and each process's peak RSS (/usr/bin/time). GB/s for llama.cpp uses the
 layer-weight bytes per token that engine-bench reports (same file, same bytes per generated token).
-Usage: compare.py --engine-bench BIN [--llama-bench BIN | --reference node] --models A.gguf ...
-                  [-t 2] [-p 128] [-n 64] [-r 3] [--raw runs.json]
+Usage: compare.py --engine-bench BIN [--llama-bench BIN [--llama-args '--poll 0'] | --reference node]
+                  --models A.gguf ... [-t 2] [-p 128] [-n 64] [-r 3] [--raw runs.json]
 """
 import argparse, json, os, statistics, subprocess, sys, time
 
@@ -53,7 +53,7 @@ def baton_once(args, model):
 def llama_bench_once(args, model):
     """One llama-bench process, one repetition of pp and tg (after llama-bench's own warm-up)."""
     out, rss, _ = timed([args.llama_bench, "-m", model, "-p", str(args.p), "-n", str(args.n),
-                         "-t", str(args.t), "-r", "1", "-o", "json"])
+                         "-t", str(args.t), "-r", "1", "-o", "json"] + args.llama_args.split())
     res = {}
     for e in json.loads(out):
         test = f"pp{e['n_prompt']}" if e.get("n_prompt") else f"tg{e['n_gen']}"
@@ -75,6 +75,8 @@ def main():
     ap.add_argument("--reference", choices=["bench", "node"],
                     help="llama.cpp reference: llama-bench (default with --llama-bench) or node-llama-cpp")
     ap.add_argument("--llama-bench", help="llama-bench binary (bench/scripts/llama_build.sh bench)")
+    ap.add_argument("--llama-args", default="",
+                    help="extra llama-bench arguments, e.g. '--poll 0' (threads sleep instead of spinning)")
     ap.add_argument("-t", type=int, default=2)
     ap.add_argument("-p", type=int, default=128)
     ap.add_argument("-n", type=int, default=64)
@@ -87,7 +89,7 @@ def main():
         ap.error(f"--reference bench needs an executable --llama-bench (got {args.llama_bench!r})")
     llama_once = llama_bench_once if args.reference == "bench" else node_once
     ref = "llama-bench" if args.reference == "bench" else "node-llama-cpp"
-    print(f"# llama.cpp reference: {ref}", file=sys.stderr, flush=True)
+    print(f"# llama.cpp reference: {ref} {args.llama_args}", file=sys.stderr, flush=True)
 
     raw, rows = {}, []
     for model in args.models:
