@@ -157,17 +157,23 @@ void run_batch(const BenchOptions& opt, const Peaks& peaks) {
       if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
 
   for (GgmlType type : types) {
-    WeightCopies w = make_weights(type, s, 1, setup_pool);
+    WeightCopies plain = make_weights(type, s, 1, setup_pool);
+    WeightCopies packed;
     for (Isa isa : opt.isas) {
       const kernels::TypeOps* wops = kernels::find_type_ops(type, isa);
       if (!wops || !wops->gemm) continue;
       const kernels::MatmulKernels mk{wops, kernels::find_type_ops(wops->vec_dot_type, isa)};
+      const bool can_repack = wops->repack_rows > 0 && s.n_rows % wops->repack_rows == 0;
+      if (can_repack && packed.copies.empty()) packed = repacked_copies(plain, *wops, s);
       std::vector<int64_t> tiles = opt.token_tiles;
       if (tiles.empty()) tiles.push_back(kernels::MatmulTuning{}.token_tile);
+      for (int layout = 0; layout < (can_repack ? 2 : 1); ++layout)
       for (int nth : opt.threads) for (int64_t tile : tiles) {
+        const WeightCopies& w = layout == 0 ? plain : packed;
         kernels::ThreadPool pool(nth);
         kernels::MatmulDriver driver(pool, kernels::MatmulTuning{tile, kernels::MatmulTuning{}.chunks_per_thread});
-        const kernels::MatmulTarget t{kernels::WeightView{type, w.copies[0].data(), s.n_rows, s.k, w.row_bytes, "bench"},
+        const kernels::MatmulTarget t{kernels::WeightView{type, w.copies[0].data(), s.n_rows, s.k, w.row_bytes, "bench",
+                                                          layout == 0 ? 0 : s.n_rows},
                                       out.data(), static_cast<size_t>(s.n_rows), &mk};
         auto run_once = [&](int) {
           driver.matmul(std::span<const kernels::MatmulTarget>(&t, 1), act.data(), static_cast<size_t>(s.k), n_tok);
@@ -176,7 +182,7 @@ void run_batch(const BenchOptions& opt, const Peaks& peaks) {
         const double sec = median_seconds(opt.reps, opt.budget_s, run_once);
         const double gflops = 2.0 * static_cast<double>(s.n_rows * s.k * n_tok) / sec / 1e9;
         const auto peak = peaks.fma_gflops.find({static_cast<int>(isa), nth});
-        print_row(Row{"matmul", std::string(require_ggml_type(type).name),
+        print_row(Row{layout == 0 ? "matmul" : "matmul repacked", std::string(require_ggml_type(type).name),
                       fmt::format("{}x{} n_tok={} tile={}", s.n_rows, s.k, n_tok, tile), std::string(kernels::isa_name(isa)), nth,
                       sec, static_cast<double>(w.bytes) / sec / 1e9, gflops,
                       peak != peaks.fma_gflops.end() ? 100.0 * gflops / peak->second : NAN, "% of f32 FMA peak"});
