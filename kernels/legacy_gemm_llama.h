@@ -169,7 +169,8 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
 template <class F, bool kVnni>
 using TileFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, size_t);
 
-// Prefill tiles: 2 rows x 4 tokens on AVX2 (16 ymm), 4 x 4 on AVX-512 (32 registers); decode:
+// Prefill tiles: 2 rows x 4 tokens on AVX2 (16 ymm), 4 x 4 on AVX-512 (32 registers); with
+// VNNI, Q8_0 / Q5_0 use 4 rows x 4 token pairs in zmm instead (legacy_gemm_pairs.h); decode:
 // 1 row (measured: 4-row decode tiles were ~1.7x slower for Q8_0). Q4_0: 8 rows x 2 tokens
 // (AVX2) or x 4 tokens (AVX-512).
 #ifdef __AVX512F__
