@@ -161,6 +161,7 @@ std::unique_ptr<ServedModel> ServedModel::open_local(const std::string& path, co
   std::unique_ptr<ServedModel> s(new ServedModel());
   s->parts_ = std::make_unique<Parts>();
   LocalModelOptions lo;
+  lo.placement = options.placement;
   lo.threads = options.threads;
   lo.n_ctx = options.n_ctx;
   lo.max_sequences = options.scheduler.slots;

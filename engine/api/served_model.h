@@ -44,6 +44,7 @@ struct ServeOptions {
   serving::SchedulerOptions scheduler;  // slots, queue limit, n_batch
   int threads = 0;                      // <= 0: all cores
   int64_t n_ctx = 0;                    // <= 0: the model's, capped at 4096
+  WeightPlacement placement = WeightPlacement::kResident;  // local mode (--mmap: kMapped)
 };
 
 class ServedModel {

@@ -5,8 +5,9 @@
 
 namespace baton {
 
-ModelHead::ModelHead(std::shared_ptr<const gguf::GgufFile> file, const ModelConfig& config, kernels::ThreadPool& pool)
-    : file_(std::move(file)), config_(config), head_(bind_head(*file_, config)), matmul_(pool) {}
+ModelHead::ModelHead(std::shared_ptr<const gguf::GgufFile> file, const ModelConfig& config, kernels::ThreadPool& pool,
+                     WeightPlacement placement)
+    : file_(std::move(file)), config_(config), head_(bind_head(*file_, config, placement)), matmul_(pool) {}
 
 void ModelHead::embed(std::span<const int32_t> tokens, float* out) {
   kernels::get_rows(head_.token_embd, tokens, out, static_cast<size_t>(config_.n_embd));

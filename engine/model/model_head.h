@@ -16,7 +16,8 @@ namespace baton {
 
 class ModelHead {
  public:
-  ModelHead(std::shared_ptr<const gguf::GgufFile> file, const ModelConfig& config, kernels::ThreadPool& pool);
+  ModelHead(std::shared_ptr<const gguf::GgufFile> file, const ModelConfig& config, kernels::ThreadPool& pool,
+            WeightPlacement placement = WeightPlacement::kResident);
 
   // out: [tokens.size(), n_embd]. Throws baton::Error for a token id outside the vocabulary.
   void embed(std::span<const int32_t> tokens, float* out);

@@ -37,7 +37,7 @@ Stage::Stage(std::shared_ptr<const gguf::GgufFile> file, const ModelConfig& conf
       config_(config),
       first_(first),
       last_(last),
-      layers_(bind_layers(*file_, config, first, last)),
+      layers_(bind_layers(*file_, config, first, last, options.placement)),
       rope_freqs_(load_rope_freqs(*file_, config)),
       cache_(last - first, config.kv_dim(), effective_n_ctx(config, options.n_ctx), options.max_sequences),
       pool_(pool),

@@ -24,6 +24,7 @@ namespace baton {
 struct StageOptions {
   int64_t n_ctx = 0;        // positions per sequence; <= 0: the model's, capped at 4096
   int max_sequences = 1;    // KV cache slots
+  WeightPlacement placement = WeightPlacement::kResident;  // see weights.h
 };
 
 class Stage {

@@ -169,6 +169,7 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
     gguf::require_layers(*file_, p.layer_first, p.layer_last);
     StageOptions so;
     so.max_sequences = 1;
+    so.placement = options_.placement;
     for (const auto& kv : p.options) {
       if (kv.key == kOptionNCtx) so.n_ctx = std::stoll(kv.value);
       if (kv.key == kOptionMaxSequences) so.max_sequences = std::stoi(kv.value);

@@ -38,6 +38,8 @@ struct WorkerOptions {
   // restarted coordinator re-adopts it: a Prepare for the same model, layers, n_ctx, slots and
   // activations is answered Ready at once (KV cache cleared, next hop reused or reconnected).
   bool keep_load_without_coordinator = false;
+  // Where the loaded layers' weights live (engine-worker --mmap: kMapped).
+  WeightPlacement placement = WeightPlacement::kResident;
   // Testing only (engine-worker --test-write-delay-ms): every frame this worker sends waits this
   // long before it is written, i.e. a slow outgoing link; clock probes are not delayed.
   std::chrono::milliseconds test_write_delay{0};

@@ -90,3 +90,25 @@ TEST_CASE("a sequence's logits are bitwise the same alone and batched with other
     CHECK_FALSE(same(last_alone.data(), ref_prompt.data(), nv));
   }
 }
+
+TEST_CASE("weights kept in the file mapping (--mmap) give the bits of the resident, repacked copy") {
+  // Q4_0 and Q4_K are repacked at load on AVX2/AVX-512 (16-row groups); Q4_K_M also has Q6_K rows.
+  for (const char* model : {"models/synthetic/tl256-Q4_0.gguf", "models/synthetic/tl256-Q4_K_M.gguf"}) {
+    INFO(model);
+    LocalModelOptions opt;
+    opt.threads = 2;
+    opt.n_ctx = 256;
+    opt.max_sequences = 2;
+    LocalModel resident(shared_path(model), opt);
+    opt.placement = WeightPlacement::kMapped;
+    LocalModel mapped(shared_path(model), opt);
+    const int64_t nv = resident.head().n_vocab();
+    // 9-row prompt (4-row grouped + batch orders), then two single-row decode steps
+    std::vector<std::vector<Tok>> passes = {prompt(1, 9, 0, 3), {{1, 9, 42, true}}, {{1, 10, 7, true}}};
+    for (const auto& p : passes) {
+      const auto a = pass(resident, p), b = pass(mapped, p);
+      REQUIRE(a.size() == static_cast<size_t>(nv));
+      CHECK(same(a.data(), b.data(), nv));
+    }
+  }
+}

@@ -30,6 +30,7 @@ struct Options {
   std::string model, config, output = "md";
   std::vector<int> n_prompt = {128}, n_gen = {64}, threads = {0};
   int reps = 5;
+  bool mmap = false;  // keep weights in the file mapping
 };
 
 struct Stats {
@@ -192,6 +193,7 @@ int main(int argc, char** argv) {
   app.add_option("-n,--n-gen", o.n_gen, "generated tokens (tg tests)")->delimiter(',');
   app.add_option("-t,--threads", o.threads, "threads (0 = all cores)")->delimiter(',');
   app.add_option("-r,--repetitions", o.reps, "repetitions per test")->check(CLI::Range(1, 1000));
+  app.add_flag("--mmap", o.mmap, "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
   app.add_option("-o,--output", o.output, "md or json")->check(CLI::IsMember({"md", "json"}));
   CLI11_PARSE(app, argc, argv);
   if (o.model.empty() && o.config.empty()) {
@@ -204,6 +206,7 @@ int main(int argc, char** argv) {
     for (int threads : o.threads) {
       baton::LocalModelOptions lo;
       lo.threads = threads;
+      if (o.mmap) lo.placement = baton::WeightPlacement::kMapped;
       int max_tokens = std::max(*std::max_element(o.n_prompt.begin(), o.n_prompt.end()),
                                 *std::max_element(o.n_gen.begin(), o.n_gen.end()));
       lo.n_ctx = std::max(256, max_tokens + 16);

@@ -48,10 +48,13 @@ int main(int argc, char** argv) {
   app.add_option("--n-batch", so.scheduler.n_batch, "tokens per forward pass")->check(CLI::Range(1, 1 << 20));
   app.add_option("-c,--ctx", so.n_ctx, "context length (default: the model's, at most 4096)");
   app.add_option("-t,--threads", so.threads, "compute threads (default: all cores)");
+  bool mmap = false;
+  app.add_flag("--mmap", mmap, "with --model: keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
   app.add_option("--alias", so.alias, "model id in the API (default: the file name without .gguf)");
   app.add_option("--chat-template", so.chat_template, "chat template by name (default: the model's)");
   app.add_option("--http-threads", http.threads, "HTTP worker threads (default slots + queue + 8)");
   CLI11_PARSE(app, argc, argv);
+  if (mmap) so.placement = baton::WeightPlacement::kMapped;
   if (model_path.empty() && config_path.empty()) {
     fmt::print(stderr, "error: give --model FILE or --config cluster.yaml\n");
     return 1;

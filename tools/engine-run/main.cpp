@@ -24,7 +24,7 @@ struct Options {
   int n_predict = 64;
   int threads = 0;
   int64_t n_ctx = 0;
-  bool json = false, tokenize_only = false, no_bos = false, special = true;
+  bool json = false, tokenize_only = false, no_bos = false, special = true, mmap = false;
   int top_logprobs = 5;
   std::string split;
   baton::SamplerParams sampling;
@@ -70,6 +70,7 @@ int run(const Options& o) {
     baton::LocalModelOptions lo;
     lo.threads = o.threads;
     lo.n_ctx = o.n_ctx;
+    if (o.mmap) lo.placement = baton::WeightPlacement::kMapped;
     {
       // The split needs n_layer before the model is built; read it from the config first.
       auto file = baton::gguf::GgufFile::open(o.model);
@@ -164,6 +165,7 @@ int main(int argc, char** argv) {
   app.add_option("--presence-penalty", o.sampling.presence_penalty, "presence penalty");
   app.add_option("--frequency-penalty", o.sampling.frequency_penalty, "frequency penalty");
   app.add_option("-s,--seed", o.seed, "random seed (-1: random)");
+  app.add_flag("--mmap", o.mmap, "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
   app.add_flag("--json", o.json, "print one JSON object: prompt_tokens, tokens, text, steps with top-5 logprobs");
   app.add_option("--top-logprobs", o.top_logprobs, "top entries per step in --json")->check(CLI::Range(0, 100));
   app.add_flag("--tokenize", o.tokenize_only, "print only the prompt's token ids as a JSON array");

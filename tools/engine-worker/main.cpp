@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   app.add_option("-t,--threads", o.threads, "compute threads (default: all cores)");
   auto* sf = app.add_option("--secret-file", secret_file, "file holding the cluster secret");
   app.add_flag("--insecure", insecure, "no authentication (the coordinator must be insecure too)")->excludes(sf);
+  bool mmap = false;
+  app.add_flag("--mmap", mmap, "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
   app.add_option("--pid-file", pid_file, "write the process id here; removed on exit");
   std::string join, registry_url, advertise;
   int heartbeat_ms = 1000;
@@ -65,6 +67,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 60000));
   CLI11_PARSE(app, argc, argv);
   o.test_write_delay = std::chrono::milliseconds(test_write_delay_ms);
+  if (mmap) o.placement = baton::WeightPlacement::kMapped;
   // Logs go to stderr; stdout carries only the start line.
   spdlog::set_default_logger(spdlog::stderr_color_mt("engine-worker"));
   // A coordinator vanishing must not kill the worker with SIGPIPE.
