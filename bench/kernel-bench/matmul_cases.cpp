@@ -8,6 +8,7 @@
 
 #include "bench/kernel-bench/bench_util.h"
 #include "engine/base/aligned_buffer.h"
+#include "engine/model/weight_arena.h"
 #include "kernels/matmul.h"
 #include "kernels/thread_pool.h"
 
@@ -40,9 +41,25 @@ std::vector<GgmlType> bench_types(const BenchOptions& opt, Isa isa) {
   return out;
 }
 
+// One weight copy in the memory the engine gives weights (WeightArena: 2 MiB pages where the
+// kernel allows), so the matvec and its read-sum see the TLB behaviour of a real decode.
+class WeightMemory {
+ public:
+  explicit WeightMemory(size_t bytes)
+      : arena_(std::make_unique<WeightArena>(bytes)), data_(arena_->allocate(bytes)) {}
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  template <class T>
+  T* as() { return reinterpret_cast<T*>(data_); }
+
+ private:
+  std::unique_ptr<WeightArena> arena_;
+  uint8_t* data_;
+};
+
 // Weights of one type and shape, quantized once (on the pool) and copied `copies` times.
 struct WeightCopies {
-  std::vector<AlignedBuffer> copies;
+  std::vector<WeightMemory> copies;
   size_t bytes = 0;
   size_t row_bytes = 0;
 };
