@@ -13,12 +13,13 @@
 //                  (low nibbles: elements 64c + 4q.., sub-block 2c; high: 64c + 32 + 4q.., 2c + 1)
 // Lane j of every 64-byte unit is row j: one dpbusd (or maddubs) per unit and nibble half
 // against 4 broadcast activation bytes, the 6-bit scales and mins unpacked lane-wise by shifts,
-// no transposes, one sequential stream per group. An AVX2 build reads each unit as two 8-row
-// halves (rows 0..7: the first 32 bytes).
+// no transposes, one sequential stream per group. AVX-512 only: an AVX2 build (each unit as two
+// 8-row halves) measured slower than the plain-layout AVX2 kernel (matvec 49-52 % vs 61-66 % of
+// read bandwidth, tinyllama Q4_K_M decode t=1 15.6 vs 20.4 t/s), so AVX2 keeps Q4_K unrepacked.
 //
 // Without VNNI the 8 maddubs results of a sub-block are summed in int16: 16 products of at most
 // 15 * 128 per int16 lane, |sum| <= 30720, exact.
-// Included by q4k_x16_{avx2,avx512,vnni_avx512}.cpp; internal linkage per ISA.
+// Included by q4k_x16_{avx512,vnni_avx512}.cpp; internal linkage per ISA.
 #pragma once
 
 #include <immintrin.h>
@@ -43,8 +44,10 @@ inline int32_t load_i32(const uint8_t* p) {
   return v;
 }
 
-// 256-bit (AVX2: two 8-row halves per group) or 512-bit (one 16-row pass) vector helpers.
-#ifdef __AVX512F__
+// 512-bit vector helpers: one 16-row pass per group.
+#ifndef __AVX512F__
+#error "kquant_q4k_x16.h is built for AVX-512 only"
+#endif
 using VecI = __m512i;
 using VecF = __m512;
 inline VecI load_unit(const uint8_t* p) { return _mm512_loadu_si512(p); }
@@ -72,37 +75,6 @@ inline VecF fmadd(VecF a, VecF b, VecF c) { return _mm512_fmadd_ps(a, b, c); }
 inline VecF mul_f(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
 inline VecF cvt(VecI a) { return _mm512_cvtepi32_ps(a); }
 inline void store_result(float* out, VecF acc, VecF accm) { _mm512_storeu_ps(out, _mm512_sub_ps(acc, accm)); }
-constexpr int kHalves = 1;
-#else
-using VecI = __m256i;
-using VecF = __m256;
-inline VecI load_unit(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-inline VecI bcast_i32(int32_t v) { return _mm256_set1_epi32(v); }
-inline VecI zero_i() { return _mm256_setzero_si256(); }
-inline VecI and_i(VecI a, VecI b) { return _mm256_and_si256(a, b); }
-inline VecI or_i(VecI a, VecI b) { return _mm256_or_si256(a, b); }
-inline VecI add_i32(VecI a, VecI b) { return _mm256_add_epi32(a, b); }
-inline VecI add_i16(VecI a, VecI b) { return _mm256_add_epi16(a, b); }
-inline VecI mul_i32(VecI a, VecI b) { return _mm256_mullo_epi32(a, b); }
-inline VecI srli16_4(VecI a) { return _mm256_srli_epi16(a, 4); }
-template <int N>
-inline VecI srli32(VecI a) { return _mm256_srli_epi32(a, N); }
-inline VecI maddubs(VecI u, VecI s) { return _mm256_maddubs_epi16(u, s); }
-inline VecI madd_ones(VecI a) { return _mm256_madd_epi16(a, _mm256_set1_epi16(1)); }
-template <bool kVnni>
-inline VecI dot(VecI acc, VecI, VecI) {
-  static_assert(!kVnni, "the AVX2 build has no VNNI variant");
-  return acc;
-}
-inline VecF load_f16x(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-inline VecF set1_f(float v) { return _mm256_set1_ps(v); }
-inline VecF zero_f() { return _mm256_setzero_ps(); }
-inline VecF fmadd(VecF a, VecF b, VecF c) { return _mm256_fmadd_ps(a, b, c); }
-inline VecF mul_f(VecF a, VecF b) { return _mm256_mul_ps(a, b); }
-inline VecF cvt(VecI a) { return _mm256_cvtepi32_ps(a); }
-inline void store_result(float* out, VecF acc, VecF accm) { _mm256_storeu_ps(out, _mm256_sub_ps(acc, accm)); }
-constexpr int kHalves = 2;
-#endif
 
 // Lanes' 6-bit scale (kMin = false) or min of sub-block J from the packed words u0, u1, u2.
 template <int J, bool kMin>
@@ -145,11 +117,10 @@ inline void pair_sums(const uint8_t* units, size_t unit_stride, const uint8_t* a
   }
 }
 
-// One group half (kHalves = 2: rows 8h..8h+7 of the AVX2 build) x one token.
+// One 16-row group x one token.
 template <bool kVnni>
-void group_token(int64_t nb, const uint8_t* g, int h, const uint8_t* a, float* out) {
+void group_token(int64_t nb, const uint8_t* g, const uint8_t* a, float* out) {
   constexpr size_t kUnit = 64;
-  const size_t half = static_cast<size_t>(h) * (kUnit / kHalves);  // byte offset of the half in a unit
   VecF acc = zero_f(), accm = zero_f();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* x = g + static_cast<size_t>(b) * kGroupBlock;
@@ -159,9 +130,9 @@ void group_token(int64_t nb, const uint8_t* g, int h, const uint8_t* a, float* o
     std::memcpy(bs, ab + offsetof(BlockQ8K, bsums), sizeof bs);
     float da;
     std::memcpy(&da, ab + offsetof(BlockQ8K, d), 4);
-    const VecI u0 = load_unit(x + kScales + half), u1 = load_unit(x + kScales + kUnit + half),
-               u2 = load_unit(x + kScales + 2 * kUnit + half);
-    const uint8_t* units = x + kQuants + half;
+    const VecI u0 = load_unit(x + kScales), u1 = load_unit(x + kScales + kUnit),
+               u2 = load_unit(x + kScales + 2 * kUnit);
+    const uint8_t* units = x + kQuants;
     VecI l0, h0, l1, h1, l2, h2, l3, h3;
     pair_sums<kVnni, 0>(units, kUnit, aq, l0, h0);
     pair_sums<kVnni, 1>(units, kUnit, aq, l1, h1);
@@ -176,12 +147,11 @@ void group_token(int64_t nb, const uint8_t* g, int h, const uint8_t* a, float* o
     summ = add_i32(summ, add_i32(mul_i32(scale_of<2, true>(u0, u1, u2), bsum32(2)), mul_i32(scale_of<3, true>(u0, u1, u2), bsum32(3))));
     summ = add_i32(summ, add_i32(mul_i32(scale_of<4, true>(u0, u1, u2), bsum32(4)), mul_i32(scale_of<5, true>(u0, u1, u2), bsum32(5))));
     summ = add_i32(summ, add_i32(mul_i32(scale_of<6, true>(u0, u1, u2), bsum32(6)), mul_i32(scale_of<7, true>(u0, u1, u2), bsum32(7))));
-    const size_t dhalf = static_cast<size_t>(h) * (32 / kHalves);
     const VecF vda = set1_f(da);
-    acc = fmadd(cvt(sumi), mul_f(load_f16x(x + dhalf), vda), acc);
-    accm = fmadd(cvt(summ), mul_f(load_f16x(x + 32 + dhalf), vda), accm);
+    acc = fmadd(cvt(sumi), mul_f(load_f16x(x), vda), acc);
+    accm = fmadd(cvt(summ), mul_f(load_f16x(x + 32), vda), accm);
   }
-  store_result(out + h * (kRows / kHalves), acc, accm);
+  store_result(out, acc, accm);
 }
 
 // The gemm on repacked weights: n_rows a multiple of 16, w = the first group, groups
@@ -195,9 +165,8 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
   for (int64_t r0 = 0; r0 + kRows <= n_rows; r0 += kRows) {
     const uint8_t* g = wb + static_cast<size_t>(r0) * w_stride;
     for (int64_t t = 0; t < n_tok; ++t)
-      for (int h = 0; h < kHalves; ++h)
-        group_token<kVnni>(nb, g, h, ab + static_cast<size_t>(t) * a_stride,
-                           out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0));
+      group_token<kVnni>(nb, g, ab + static_cast<size_t>(t) * a_stride,
+                         out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0));
   }
 }
 

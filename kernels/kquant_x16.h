@@ -16,11 +16,6 @@ void repack_q4_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
 void unrepack_q4_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
 }  // namespace scalar
 
-namespace avx2 {
-void gemm_q4_k_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                   int64_t n_tok, float* out, size_t out_stride);
-}  // namespace avx2
-
 namespace avx512 {
 void gemm_q4_k_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                    int64_t n_tok, float* out, size_t out_stride);
