@@ -114,7 +114,7 @@ void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* ac
     dense_row_bytes(resolved_[i].weight->vec_dot_type, k, t.w.name);  // k fits the activation blocks too
     if (t.w.repacked_rows != 0) {
       const TypeOps& ops = *resolved_[i].weight;
-      if (!ops.gemm_repacked || !ops.unrepack || t.w.repacked_rows < 0 || t.w.repacked_rows > t.w.n_rows ||
+      if (!ops.has_repacked_layout() || t.w.repacked_rows < 0 || t.w.repacked_rows > t.w.n_rows ||
           t.w.repacked_rows % ops.repack_rows != 0 || kRowGranule % ops.repack_rows != 0 || t.w.row_bytes != need)
         fail("matmul {}: {} repacked rows of {} (row stride {}) do not fit this ISA's {} kernels (groups of {})",
              t.w.name, t.w.repacked_rows, t.w.n_rows, t.w.row_bytes, ggml_type_name(t.w.type), ops.repack_rows);

@@ -45,10 +45,11 @@ std::array<Matrix*, 7> matrices(LayerWeights& w) {
 
 size_t matrix_bytes(const Matrix& m) { return m.row_bytes * static_cast<size_t>(m.n_rows); }
 
-// One matrix copied out of the mmap into dst (n_rep leading rows repacked).
+// One matrix copied out of the mmap into dst (n_rep leading rows repacked by ops->repack).
 struct Placement {
   Matrix* m;
   uint8_t* dst;
+  const kernels::TypeOps* ops;
   int64_t n_rep;
   std::atomic<int64_t> slices_left{0};
 };
@@ -67,11 +68,11 @@ void place_matrices(const gguf::GgufFile& file, std::vector<Matrix*> ms, WeightA
     Matrix& m = *ms[i];
     const kernels::TypeOps* ops = kernels::find_type_ops(m.type, kernels::active_isa());
     int64_t n_rep = 0;
-    if (ops && ops->repack_rows > 0 && ops->repack && ops->unrepack && ops->gemm_repacked &&
-        kSliceRows % ops->repack_rows == 0)
+    if (ops && ops->has_repacked_layout() && kSliceRows % ops->repack_rows == 0)
       n_rep = m.n_rows / ops->repack_rows * ops->repack_rows;
     items[i].m = &m;
     items[i].dst = arena.allocate(matrix_bytes(m));
+    items[i].ops = ops;
     items[i].n_rep = n_rep;
     int64_t n_slices = 0;
     for (int64_t r = 0; r < m.n_rows; r += kSliceRows, ++n_slices) work.push_back({i, r});
@@ -86,7 +87,7 @@ void place_matrices(const gguf::GgufFile& file, std::vector<Matrix*> ms, WeightA
       const int64_t rep_end = std::clamp(p.n_rep, r0, r1);
       const auto* src = static_cast<const uint8_t*>(m.data);
       const size_t b0 = m.row_bytes * static_cast<size_t>(r0), b_rep = m.row_bytes * static_cast<size_t>(rep_end);
-      if (rep_end > r0) kernels::find_type_ops(m.type, kernels::active_isa())->repack(src + b0, p.dst + b0, rep_end - r0, m.k);
+      if (rep_end > r0) p.ops->repack(src + b0, p.dst + b0, rep_end - r0, m.k);
       std::memcpy(p.dst + b_rep, src + b_rep, m.row_bytes * static_cast<size_t>(r1 - rep_end));
       if (p.slices_left.fetch_sub(1) == 1) file.release(file.require_tensor(m.name));
     }
