@@ -80,19 +80,23 @@ struct Q6 {
   static constexpr int kOffset = 0;       // the -32 goes through the bsums instead (kBsumOffset)
   static constexpr bool kBsumOffset = true;
   static constexpr bool kMins = false;
-  static void load(const uint8_t* x, WBlock& w) {
+  // q[c] = the unsigned quants (0..63) of elements 32c..32c+31, in order.
+  static void quants(const uint8_t* x, __m256i (&q)[8]) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
     for (int h = 0; h < 2; ++h) {
       const __m256i ql0 = load32(x + offsetof(BlockQ6K, ql) + 64 * h);
       const __m256i ql1 = load32(x + offsetof(BlockQ6K, ql) + 64 * h + 32);
       const __m256i qh = load32(x + offsetof(BlockQ6K, qh) + 32 * h);
       // 16-bit shifts move bits across bytes; the 0x30 mask keeps only the wanted pair.
-      w.q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
-      w.q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
-      w.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, bits45));
-      w.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
-                                       _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
+      q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
+      q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
+      q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, bits45));
+      q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                                     _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
     }
+  }
+  static void load(const uint8_t* x, WBlock& w) {
+    quants(x, w.q);
     w.s16 = _mm256_cvtepi8_epi16(load16(x + offsetof(BlockQ6K, scales)));
     scale_vectors(w.s16, w);
     w.d = half_at(x + offsetof(BlockQ6K, d));

@@ -28,6 +28,10 @@ BATON_KQ_LANES_DECLARE(avx512)  // built for x86-64-v4: the same 256-bit arithme
 namespace avx512 {
 void gemm_q6_k_lanes_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                           int64_t n_tok, float* out, size_t out_stride);
+// The decode-rows kernel it uses below 17 tokens (q6k_rows_vnni_avx512.cpp): any n_tok, the
+// scalar bits; weights streamed once per 16 tokens.
+void gemm_q6_k_rows_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                         int64_t n_tok, float* out, size_t out_stride);
 }  // namespace avx512
 
 }  // namespace baton::kernels

@@ -26,8 +26,9 @@
 namespace baton::kernels::avx512 {
 namespace {
 
-// Up to 16 tokens the ymm lanes kernel (kq_lanes_gemm.h, 8 tokens per weight decode) is faster:
-// rows-bench, one thread, 2048x5632: 8 tokens 1.25 ms there vs 2.75 ms here, 16 tokens 2.5 vs 2.8.
+// Up to 16 tokens the decode-rows kernel (q6k_rows_vnni_avx512.cpp; one token: the ymm lanes
+// kernel) is faster: rows-bench, one thread, 2048x5632: 8 tokens 1.25 ms in the lanes kernel vs
+// 2.75 ms here, 16 tokens 2.5 vs 2.8.
 constexpr int64_t kMinTokens = 17;
 constexpr int64_t kRowBlock = 16;  // rows decoded together (Q6_K 4096 wide: 16 x 7 KB)
 
@@ -136,8 +137,12 @@ struct Scratch {
 
 void gemm_q6_k_lanes_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                           int64_t n_tok, float* out, size_t out_stride) {
-  if (n_tok < kMinTokens) {
+  if (n_tok == 1) {  // decode of one sequence: memory-bound, the block stays in registers there
     gemm_q6_k_lanes(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+    return;
+  }
+  if (n_tok < kMinTokens) {
+    gemm_q6_k_rows_vnni(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
     return;
   }
   const int64_t nb = k / kQK_K;

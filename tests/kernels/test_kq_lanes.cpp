@@ -205,7 +205,7 @@ TEST_CASE("the AVX512-VNNI token-parallel Q6_K gemm returns the scalar bits for 
     for (int s = 0; s < 16; ++s) act->bsums[s] = -128 * 16;
   }
   const size_t ws = kBlocks * sizeof(BlockQ6K), as = kBlocks * sizeof(BlockQ8K);
-  for (int n_tok : {8, 15, 16, 17, 32, kMaxTok}) {
+  for (int n_tok : {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 32, kMaxTok}) {
     for (int t0 : {0, kMaxTok - n_tok}) {
       const uint8_t* at = a.data() + static_cast<size_t>(t0) * as;
       std::vector<float> ref(n_tok * kWRows), got(n_tok * kWRows, -1.0f);
@@ -213,6 +213,10 @@ TEST_CASE("the AVX512-VNNI token-parallel Q6_K gemm returns the scalar bits for 
       avx512::gemm_q6_k_lanes_vnni(k, w.data(), ws, kWRows, at, as, n_tok, got.data(), kWRows);
       INFO("n_tok " << n_tok << " first token " << t0);
       for (size_t i = 0; i < ref.size(); ++i) CHECK(bits(got[i]) == bits(ref[i]));
+      // The decode-rows kernel it dispatches to below 17 tokens, also past its 16-token tile.
+      std::vector<float> rows(n_tok * kWRows, -1.0f);
+      avx512::gemm_q6_k_rows_vnni(k, w.data(), ws, kWRows, at, as, n_tok, rows.data(), kWRows);
+      for (size_t i = 0; i < ref.size(); ++i) CHECK(bits(rows[i]) == bits(ref[i]));
     }
   }
 }
