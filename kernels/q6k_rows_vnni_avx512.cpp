@@ -10,8 +10,9 @@
 // into lane L; the bsum term is one more vpdpwssd against (-32 sc(2L), -32 sc(2L + 1)). Every
 // step is exact integer arithmetic, so the lanes are the reference's; the float steps are its
 // own: fma(a.d * f16(w.d), float(lane L), acc_L) per super-block in order, then hsum_float_8.
-// Per (row, token, super-block): 8 vpdpbusd + 4 vpackssdw + 5 vpdpwssd (the maddubs kernel in
-// kq_lanes_gemm.h: 8 vpmaddubsw + 9 vpmaddwd + 9 adds and shifts).
+// Per (row, token, super-block): 8 vpdpbusd + 4 vpackssdw + 5 vpdpwssd in 256-bit units (the
+// maddubs kernel in kq_lanes_gemm.h: 8 vpmaddubsw + 9 vpmaddwd + 9 adds and shifts). Two tokens
+// share a zmm (one per 256-bit half, the weights broadcast to both), halving the instructions.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -25,42 +26,64 @@
 namespace baton::kernels::avx512 {
 namespace {
 
-using kq_lanes::half_at;
 using kq_lanes::load32;
 
-constexpr int64_t kMaxTile = 16;  // tokens whose accumulators live across one weight row
+constexpr int64_t kTile = 16;  // tokens whose accumulators live across one weight row
 
-// One token's Q8_K super-block, interleaved as the weights: x[p] / y[p] = unpacklo / unpackhi_epi32
-// of chunks 2p and 2p + 1; bsums as stored (dword L = bsums[2L], bsums[2L + 1]); d.
-struct alignas(32) ActBlock {
-  __m256i x[4];
-  __m256i y[4];
-  __m256i bsums;
-  float d;
+// Two tokens' Q8_K super-blocks (the low 256 bits token 2j, the high token 2j + 1; a missing
+// second token is zeros), interleaved as the weights: x[p] / y[p] = unpacklo / unpackhi_epi32 of
+// chunks 2p and 2p + 1; bsums as stored (dword L = bsums[2L], bsums[2L + 1]); d per half.
+struct alignas(64) ActPair {
+  __m512i x[4];
+  __m512i y[4];
+  __m512i bsums;
+  __m512 d;
 };
 
-void repack_acts(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb, ActBlock* dst) {
-  for (int64_t t = 0; t < n_tok; ++t)
+void repack_acts(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb, ActPair* dst) {
+  for (int64_t j = 0; 2 * j < n_tok; ++j)
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* ab = a + static_cast<size_t>(t) * a_stride + static_cast<size_t>(b) * sizeof(BlockQ8K);
-      ActBlock& blk = dst[t * nb + b];
-      for (int p = 0; p < 4; ++p) {
-        const __m256i c0 = load32(ab + offsetof(BlockQ8K, qs) + 64 * p);
-        const __m256i c1 = load32(ab + offsetof(BlockQ8K, qs) + 64 * p + 32);
-        blk.x[p] = _mm256_unpacklo_epi32(c0, c1);
-        blk.y[p] = _mm256_unpackhi_epi32(c0, c1);
+      ActPair& pr = dst[j * nb + b];
+      for (int h = 0; h < 2; ++h) {
+        const int64_t t = 2 * j + h;
+        __m256i x[4] = {}, y[4] = {}, bsums = _mm256_setzero_si256();
+        float d = 0.0f;
+        if (t < n_tok) {
+          const uint8_t* ab = a + static_cast<size_t>(t) * a_stride + static_cast<size_t>(b) * sizeof(BlockQ8K);
+          for (int p = 0; p < 4; ++p) {
+            const __m256i c0 = load32(ab + offsetof(BlockQ8K, qs) + 64 * p);
+            const __m256i c1 = load32(ab + offsetof(BlockQ8K, qs) + 64 * p + 32);
+            x[p] = _mm256_unpacklo_epi32(c0, c1);
+            y[p] = _mm256_unpackhi_epi32(c0, c1);
+          }
+          bsums = load32(ab + offsetof(BlockQ8K, bsums));
+          d = kq_lanes::float_at(ab + offsetof(BlockQ8K, d));
+        }
+        if (h == 0) {
+          for (int p = 0; p < 4; ++p) {
+            pr.x[p] = _mm512_castsi256_si512(x[p]);
+            pr.y[p] = _mm512_castsi256_si512(y[p]);
+          }
+          pr.bsums = _mm512_castsi256_si512(bsums);
+          pr.d = _mm512_castps256_ps512(_mm256_set1_ps(d));
+        } else {
+          for (int p = 0; p < 4; ++p) {
+            pr.x[p] = _mm512_inserti64x4(pr.x[p], x[p], 1);
+            pr.y[p] = _mm512_inserti64x4(pr.y[p], y[p], 1);
+          }
+          pr.bsums = _mm512_inserti64x4(pr.bsums, bsums, 1);
+          pr.d = _mm512_insertf32x8(pr.d, _mm256_set1_ps(d), 1);
+        }
       }
-      blk.bsums = load32(ab + offsetof(BlockQ8K, bsums));
-      blk.d = kq_lanes::float_at(ab + offsetof(BlockQ8K, d));
     }
 }
 
-// One weight super-block, decoded for every token of the batch.
+// One weight super-block, decoded once for every token pair, in both 256-bit halves.
 struct WBlock {
-  __m256i x[4], y[4];  // unsigned quants, interleaved as ActBlock
-  __m256i sp[4];       // dword L of sp[p]: (sc(4p + L/4), sc(4p + 2 + L/4)) as int16
-  __m256i corr;        // dword L: (-32 sc(2L), -32 sc(2L + 1)) as int16
-  float d;
+  __m512i x[4], y[4];  // unsigned quants, interleaved as ActPair
+  __m512i sp[4];       // dword L of sp[p]: (sc(4p + L/4), sc(4p + 2 + L/4)) as int16
+  __m512i corr;        // dword L: (-32 sc(2L), -32 sc(2L + 1)) as int16
+  __m512 d;            // f16(w.d)
 };
 
 inline void decode(const uint8_t* x, WBlock& w) {
@@ -68,41 +91,44 @@ inline void decode(const uint8_t* x, WBlock& w) {
   kq_lanes::Q6::quants(x, q);
 #pragma GCC unroll 4
   for (int p = 0; p < 4; ++p) {
-    w.x[p] = _mm256_unpacklo_epi32(q[2 * p], q[2 * p + 1]);
-    w.y[p] = _mm256_unpackhi_epi32(q[2 * p], q[2 * p + 1]);
+    w.x[p] = _mm512_broadcast_i64x4(_mm256_unpacklo_epi32(q[2 * p], q[2 * p + 1]));
+    w.y[p] = _mm512_broadcast_i64x4(_mm256_unpackhi_epi32(q[2 * p], q[2 * p + 1]));
   }
   const __m256i s16 = _mm256_cvtepi8_epi16(kq_lanes::load16(x + offsetof(BlockQ6K, scales)));
   const __m256i pick = _mm256_setr_epi16(0, 2, 0, 2, 0, 2, 0, 2, 1, 3, 1, 3, 1, 3, 1, 3);
 #pragma GCC unroll 4
   for (int p = 0; p < 4; ++p)
-    w.sp[p] = _mm256_permutexvar_epi16(_mm256_add_epi16(pick, _mm256_set1_epi16(static_cast<int16_t>(4 * p))), s16);
-  w.corr = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5));
-  w.d = half_at(x + offsetof(BlockQ6K, d));
+    w.sp[p] = _mm512_broadcast_i64x4(
+        _mm256_permutexvar_epi16(_mm256_add_epi16(pick, _mm256_set1_epi16(static_cast<int16_t>(4 * p))), s16));
+  w.corr = _mm512_broadcast_i64x4(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5)));
+  w.d = _mm512_set1_ps(kq_lanes::half_at(x + offsetof(BlockQ6K, d)));
 }
 
-inline __m256 block_step(const WBlock& w, const ActBlock& a, __m256 acc) {
-  const __m256i zero = _mm256_setzero_si256();
-  __m256i s0 = _mm256_dpwssd_epi32(zero, a.bsums, w.corr), s1 = zero;
+// acc (lanes 0..7 the low token's, 8..15 the high token's) += one super-block, as the reference.
+inline __m512 block_step(const WBlock& w, const ActPair& a, __m512 acc) {
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i s0 = _mm512_dpwssd_epi32(zero, a.bsums, w.corr), s1 = zero;
 #pragma GCC unroll 4
   for (int p = 0; p < 4; ++p) {
-    const __m256i x = _mm256_dpbusd_epi32(zero, w.x[p], a.x[p]);
-    const __m256i y = _mm256_dpbusd_epi32(zero, w.y[p], a.y[p]);
-    const __m256i pairs = _mm256_packs_epi32(x, y);
-    if (p % 2 == 0) s0 = _mm256_dpwssd_epi32(s0, pairs, w.sp[p]);
-    else s1 = _mm256_dpwssd_epi32(s1, pairs, w.sp[p]);
+    const __m512i x = _mm512_dpbusd_epi32(zero, w.x[p], a.x[p]);
+    const __m512i y = _mm512_dpbusd_epi32(zero, w.y[p], a.y[p]);
+    const __m512i pairs = _mm512_packs_epi32(x, y);  // per 128 bits, as the ymm case
+    if (p % 2 == 0) s0 = _mm512_dpwssd_epi32(s0, pairs, w.sp[p]);
+    else s1 = _mm512_dpwssd_epi32(s1, pairs, w.sp[p]);
   }
-  return _mm256_fmadd_ps(_mm256_set1_ps(a.d * w.d), _mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1)), acc);
+  return _mm512_fmadd_ps(_mm512_mul_ps(a.d, w.d), _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc);
 }
 
-// Tokens [t0, t0 + nt) (nt <= kMaxTile) against every row; act = the call's repacked tokens.
-void rows_tile(int64_t nb, const uint8_t* w8, size_t w_stride, int64_t n_rows, const ActBlock* act, int64_t t0,
+// Tokens [t0, t0 + nt) (nt <= kTile; act = their pairs) against every row.
+void rows_tile(int64_t nb, const uint8_t* w8, size_t w_stride, int64_t n_rows, const ActPair* act, int64_t t0,
                int64_t nt, float* out, size_t out_stride) {
+  const int64_t n_pairs = (nt + 1) / 2;
   for (int64_t r = 0; r < n_rows; ++r) {
     const uint8_t* wr = w8 + static_cast<size_t>(r) * w_stride;
     // The next row's block b is prefetched while this row's block b is dotted with the tile.
     const uint8_t* next = r + 1 < n_rows ? wr + w_stride : nullptr;
-    __m256 acc[kMaxTile];
-    for (int64_t t = 0; t < nt; ++t) acc[t] = _mm256_setzero_ps();
+    __m512 acc[kTile / 2];
+    for (int64_t j = 0; j < n_pairs; ++j) acc[j] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       if (next)
         for (size_t off = 0; off < sizeof(BlockQ6K); off += 64)
@@ -110,10 +136,15 @@ void rows_tile(int64_t nb, const uint8_t* w8, size_t w_stride, int64_t n_rows, c
                        _MM_HINT_T0);
       WBlock wb;
       decode(wr + static_cast<size_t>(b) * sizeof(BlockQ6K), wb);
-      for (int64_t t = 0; t < nt; ++t) acc[t] = block_step(wb, act[(t0 + t) * nb + b], acc[t]);
+      for (int64_t j = 0; j < n_pairs; ++j) acc[j] = block_step(wb, act[j * nb + b], acc[j]);
     }
-    for (int64_t t = 0; t < nt; ++t)
-      out[static_cast<size_t>(t0 + t) * out_stride + static_cast<size_t>(r)] = kq_lanes::hsum8(acc[t]);
+    for (int64_t j = 0; j < n_pairs; ++j) {
+      const int64_t t = t0 + 2 * j;
+      out[static_cast<size_t>(t) * out_stride + static_cast<size_t>(r)] = kq_lanes::hsum8(_mm512_castps512_ps256(acc[j]));
+      if (2 * j + 1 < nt)
+        out[static_cast<size_t>(t + 1) * out_stride + static_cast<size_t>(r)] =
+            kq_lanes::hsum8(_mm512_extractf32x8_ps(acc[j], 1));
+    }
   }
 }
 
@@ -122,12 +153,14 @@ void rows_tile(int64_t nb, const uint8_t* w8, size_t w_stride, int64_t n_rows, c
 void gemm_q6_k_rows_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                          int64_t n_tok, float* out, size_t out_stride) {
   const int64_t nb = k / kQK_K;
-  thread_local std::vector<ActBlock> act;
-  act.resize(static_cast<size_t>(n_tok * nb));
-  repack_acts(static_cast<const uint8_t*>(a), a_stride, n_tok, nb, act.data());
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTile)
-    rows_tile(nb, static_cast<const uint8_t*>(w), w_stride, n_rows, act.data(), t0, std::min(kMaxTile, n_tok - t0),
-              out, out_stride);
+  const uint8_t* a8 = static_cast<const uint8_t*>(a);
+  thread_local std::vector<ActPair> act;
+  act.resize(static_cast<size_t>(kTile / 2 * nb));
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kTile) {
+    const int64_t nt = std::min(kTile, n_tok - t0);
+    repack_acts(a8 + static_cast<size_t>(t0) * a_stride, a_stride, nt, nb, act.data());
+    rows_tile(nb, static_cast<const uint8_t*>(w), w_stride, n_rows, act.data(), t0, nt, out, out_stride);
+  }
 }
 
 }  // namespace baton::kernels::avx512
