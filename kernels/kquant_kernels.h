@@ -99,10 +99,6 @@ void gemm_q4_k_grouped_vnni(int64_t k, const void* w, size_t w_stride, int64_t n
                             size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
 void gemm_q5_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                     int64_t n_tok, float* out, size_t out_stride);
-// Q4_K repacked at load (kquant_x16.h): gemm_q4_k_x16_vnni's results, with the token-parallel
-// kernel for batches (the decode rows of a continuous batch).
-void gemm_q4_k_x16_batch_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                              size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
 }  // namespace avx512
 
 }  // namespace baton::kernels

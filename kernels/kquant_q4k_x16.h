@@ -24,9 +24,11 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "kernels/blocks_k.h"
 
@@ -154,9 +156,130 @@ void group_token(int64_t nb, const uint8_t* g, const uint8_t* a, float* out) {
   store_result(out, acc, accm);
 }
 
+// Lane-wise 16-bit pairs (m, m) of the mins of sub-blocks J: one madd against a token's bsums pair
+// (bsums[2J], bsums[2J + 1]) gives m_J * bsum32_J, exactly.
+template <int J>
+inline VecI min_pair(VecI u0, VecI u1, VecI u2) {
+  const VecI m = scale_of<J, true>(u0, u1, u2);
+  return or_i(m, _mm512_slli_epi32(m, 16));
+}
+
+// One 16-row group x T tokens: each weight unit is loaded and unpacked once per super-block and
+// dotted with all T tokens (4 activation bytes broadcast per dot), so the unpack and the scale
+// decoding are shared; per token the exact integers and float chains of the single-token kernel.
+// kGrouped: llama.cpp's 4-row GEMM order (TypeOps::gemm_grouped, kquant_kernels.h): the same two
+// chains with one step per sub-block pair (64 elements) instead of per super-block.
+template <bool kVnni, int T, bool kGrouped = false>
+void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, float* out, size_t out_stride) {
+  constexpr size_t kUnit = 64;
+  VecF acc[T], accm[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) acc[t] = accm[t] = zero_f();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* x = g + static_cast<size_t>(b) * kGroupBlock;
+    const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
+    const VecI u0 = load_unit(x + kScales), u1 = load_unit(x + kScales + kUnit),
+               u2 = load_unit(x + kScales + 2 * kUnit);
+    const uint8_t* units = x + kQuants;
+    const VecF dw = load_f16x(x), dmw = load_f16x(x + 32);
+    VecI sumi[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) sumi[t] = zero_i();
+    // Sub-block J = 2C + H: the low (H = 0) or high nibbles of units 8C..8C+7.
+    auto sub_block = [&]<int J>() {
+      constexpr int C = J / 2, H = J % 2;
+      const VecI nib = bcast_i32(0x0F0F0F0F);
+      VecI wq[8];
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q) {
+        const VecI v = load_unit(units + static_cast<size_t>(8 * C + q) * kUnit);
+        wq[q] = H ? and_i(srli16_4(v), nib) : and_i(v, nib);
+      }
+      const VecI sc = scale_of<J, false>(u0, u1, u2);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* aq = ab + static_cast<size_t>(t) * a_stride + offsetof(BlockQ8K, qs) + 32 * J;
+        VecI s;
+        if constexpr (kVnni) {
+          s = zero_i();
+#pragma GCC unroll 8
+          for (int q = 0; q < 8; ++q) s = dot<true>(s, wq[q], bcast_i32(load_i32(aq + 4 * q)));
+        } else {
+          VecI s16 = zero_i();
+#pragma GCC unroll 8
+          for (int q = 0; q < 8; ++q) s16 = add_i16(s16, maddubs(wq[q], bcast_i32(load_i32(aq + 4 * q))));
+          s = madd_ones(s16);
+        }
+        sumi[t] = add_i32(sumi[t], mul_i32(s, sc));
+      }
+    };
+    // The mins term of sub-blocks [J0, J1) for token t: sum_J m_J * bsum32_J.
+    auto mins = [&]<int J0, int J1>(int t) {
+      const uint8_t* bs = ab + static_cast<size_t>(t) * a_stride + offsetof(BlockQ8K, bsums);
+      VecI summ = zero_i();
+      [&]<int... J>(std::integer_sequence<int, J...>) {
+        ((summ = add_i32(summ, _mm512_madd_epi16(min_pair<J0 + J>(u0, u1, u2), bcast_i32(load_i32(bs + 4 * (J0 + J)))))),
+         ...);
+      }(std::make_integer_sequence<int, J1 - J0>{});
+      return summ;
+    };
+    auto step = [&](int t, VecI summ) {
+      float da;
+      std::memcpy(&da, ab + static_cast<size_t>(t) * a_stride + offsetof(BlockQ8K, d), 4);
+      const VecF vda = set1_f(da);
+      acc[t] = fmadd(cvt(sumi[t]), mul_f(dw, vda), acc[t]);
+      accm[t] = fmadd(cvt(summ), mul_f(dmw, vda), accm[t]);
+    };
+    auto pair = [&]<int C>() {
+      sub_block.template operator()<2 * C>();
+      sub_block.template operator()<2 * C + 1>();
+      if constexpr (kGrouped) {
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          step(t, mins.template operator()<2 * C, 2 * C + 2>(t));
+          sumi[t] = zero_i();
+        }
+      }
+    };
+    pair.template operator()<0>();
+    pair.template operator()<1>();
+    pair.template operator()<2>();
+    pair.template operator()<3>();
+    if constexpr (!kGrouped) {
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) step(t, mins.template operator()<0, 8>(t));
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) store_result(out + static_cast<size_t>(t) * out_stride, acc[t], accm[t]);
+}
+
+// Most tokens one group_tokens pass takes: 8 keeps the accumulators, one sub-block's weights and
+// the per-token sums in the 32 zmm registers.
+constexpr int64_t kTokensPerPass = 8;
+
+template <bool kVnni, bool kGrouped>
+void group_token_block(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, int64_t n, float* out,
+                       size_t out_stride) {
+  switch (n) {
+    case 1:
+      if constexpr (kGrouped) group_tokens<kVnni, 1, true>(nb, g, a, a_stride, out, out_stride);
+      else group_token<kVnni>(nb, g, a, out);
+      break;
+    case 2: group_tokens<kVnni, 2, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
+    case 3: group_tokens<kVnni, 3, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
+    case 4: group_tokens<kVnni, 4, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
+    case 5: group_tokens<kVnni, 5, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
+    case 6: group_tokens<kVnni, 6, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
+    case 7: group_tokens<kVnni, 7, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
+    default: group_tokens<kVnni, 8, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
+  }
+}
+
 // The gemm on repacked weights: n_rows a multiple of 16, w = the first group, groups
-// 16 * w_stride bytes apart (w_stride = the dense row bytes).
-template <bool kVnni>
+// 16 * w_stride bytes apart (w_stride = the dense row bytes). Tokens go kTokensPerPass at a
+// time through each group (its weights stay in L1/L2 between passes).
+template <bool kVnni, bool kGrouped = false>
 void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
           float* out, size_t out_stride) {
   const int64_t nb = k / kQK_K;
@@ -164,9 +287,10 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
   const auto* ab = static_cast<const uint8_t*>(a);
   for (int64_t r0 = 0; r0 + kRows <= n_rows; r0 += kRows) {
     const uint8_t* g = wb + static_cast<size_t>(r0) * w_stride;
-    for (int64_t t = 0; t < n_tok; ++t)
-      group_token<kVnni>(nb, g, ab + static_cast<size_t>(t) * a_stride,
-                         out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0));
+    for (int64_t t = 0; t < n_tok; t += kTokensPerPass)
+      group_token_block<kVnni, kGrouped>(nb, g, ab + static_cast<size_t>(t) * a_stride, a_stride,
+                               std::min<int64_t>(kTokensPerPass, n_tok - t),
+                               out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0), out_stride);
   }
 }
 

@@ -23,7 +23,6 @@
 #include "kernels/kquant_kernels.h"
 #include "kernels/kquant_rowdot.h"
 #include "kernels/kquant_unpack.h"
-#include "kernels/kquant_x16.h"
 #include "kernels/type_ops.h"
 
 namespace baton::kernels::avx512 {
@@ -39,10 +38,6 @@ using kq::Unpacked;
 // all): rows-bench, 2048x2048, one thread: n_tok 4 row kernel ~0.36 ms, 8-lane kernel ~0.45 ms
 // for any n_tok <= 8.
 constexpr int64_t kMinTokens = 5;
-// The same threshold against the per-token kernel on repacked Q4_K groups (kquant_q4k_x16.h),
-// whose transposing unpack costs more: rows-bench, 2048x2048, DRAM weights, one thread: n_tok 6
-// 0.49 ms here vs 0.43 per token, 8: 0.50 vs 0.55, 16: 0.76 vs 1.01.
-constexpr int64_t kMinX16Tokens = 8;
 // Weight rows computed together (they share each activation load): 4 with 16 lanes (zmm), 8 with
 // 8 lanes (ymm, 32 registers: 8 rows x (part, sum) fit).
 template <int W>
@@ -202,19 +197,12 @@ inline int32_t dword_at(const void* p) {
   return v;
 }
 
-constexpr int64_t kX16Rows = 16;    // rows of a repacked Q4_K group (kquant_q4k_x16.h)
-constexpr size_t kX16Block = 2304;  // bytes of one super-block of a group (16 x 144)
-constexpr size_t kX16Quants = 256;  // offset of the quant units in a group's super-block
-
 // The kRows<W> x W results of one row group and token group over all super-blocks.
 // Q4_K's Order::kSplit (kquant_rows256.h): two chains, subtracted at the end.
 // kGrouped: Q4_K's Order::kGrouped (the same chains, one step per 64 elements).
-// kX16 (Q4_K, kSplit): the quants are read straight from repacked groups (kquant_q4k_x16.h):
-// xq[r] = row r's lane of the first quant unit of super-block 0; u[] then only holds the
-// scales, mins, d and dmin.
-template <class Fmt, int W, bool kGrouped = false, bool kX16 = false>
+template <class Fmt, int W, bool kGrouped = false>
 void compute_group(int64_t nb, const Unpacked* const* u, const ActBlock<W>* act, typename Vec<W>::F acc[kRows<W>],
-                   const uint8_t* pf, size_t pf_bytes, const uint8_t* const* xq = nullptr) {
+                   const uint8_t* pf, size_t pf_bytes) {
   constexpr int R = kRows<W>;
   // Prefetch the next row group's weights (pf, pf_bytes), a slice per super-block, so that its
   // unpack does not wait for DRAM.
@@ -291,14 +279,7 @@ void compute_group(int64_t nb, const Unpacked* const* u, const ActBlock<W>* act,
         const I aq = V::load(A.q[i]);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          I wq;
-          if constexpr (kX16) {
-            // element dword i: chunk s / 2, nibble s % 2 of unit 8 (s / 2) + i % 8
-            const I raw = V::set1(dword_at(xq[r] + static_cast<size_t>(b) * kX16Block + 64 * (8 * (s / 2) + i % 8)));
-            wq = V::and_(s % 2 ? V::srli4(raw) : raw, V::set1(0x0F0F0F0F));
-          } else {
-            wq = V::set1(dword_at(u[r][b].q + 4 * i));
-          }
+          const I wq = V::set1(dword_at(u[r][b].q + 4 * i));
           part[r] = V::dpbusd(part[r], wq, aq);
         }
       }
@@ -374,94 +355,6 @@ bool gemm_tokens_w(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
   return true;
 }
 
-// Q4_K weights in the 16-row load-time layout (kquant_q4k_x16.h): units of 64 bytes, lane j =
-// row j. A group's 32 quant units per super-block are two 16x16 dword transposes away from the
-// rows' plain qs bytes, so the group is unpacked into the same Unpacked rows as plain weights.
-
-// kQuants = false: scales, mins, d and dmin only (the kernel reads the quants in place).
-template <bool kQuants>
-void unpack_x16_group(const uint8_t* g, int64_t nb, Unpacked* dst /* [16][nb] */) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* x = g + static_cast<size_t>(b) * kX16Block;
-    for (int half = 0; half < 2 && kQuants; ++half) {
-      __m512i in[16], cols[16];
-      for (int i = 0; i < 16; ++i) in[i] = _mm512_loadu_si512(x + kX16Quants + 64 * (16 * half + i));
-      transpose16(in, cols);  // cols[j] = row j's qs[64 half .. 64 half + 63]
-      for (int j = 0; j < 16; ++j) {
-        const __m512i lo = _mm512_and_si512(cols[j], low4), hi = _mm512_and_si512(_mm512_srli_epi16(cols[j], 4), low4);
-        uint8_t* q = dst[j * nb + b].q + 128 * half;  // chunks c = 2 half, 2 half + 1 as in FmtQ4K::unpack
-        kq::store32(q, _mm512_castsi512_si256(lo));
-        kq::store32(q + 32, _mm512_castsi512_si256(hi));
-        kq::store32(q + 64, _mm512_extracti64x4_epi64(lo, 1));
-        kq::store32(q + 96, _mm512_extracti64x4_epi64(hi, 1));
-      }
-    }
-    for (int j = 0; j < 16; ++j) {
-      Unpacked& u = dst[j * nb + b];
-      uint8_t packed[12];
-      for (int w = 0; w < 3; ++w) std::memcpy(packed + 4 * w, x + 64 + 64 * w + 4 * j, 4);
-      kq::store_scales_mins_k4(packed, u);
-      u.d = kq::f16_at(x + 2 * j);
-      u.dmin = kq::f16_at(x + 32 + 2 * j);
-    }
-  }
-}
-
-// The token-parallel kernel (Q4_K's Order::kSplit) on repacked groups: n_rows a multiple of 16,
-// group g at w + 16 g w_stride. false when the scratch could not be allocated.
-template <int W>
-bool gemm_tokens_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                     int64_t n_tok, float* out, size_t out_stride) {
-  constexpr int R = kRows<W>;
-  static_assert(kX16Rows % R == 0);
-  // 16 lanes read the quants in place (the extra mask / shift per vpdpbusd hides behind the zmm
-  // op); 8 lanes transpose them out first (rows-bench, 2048x2048, 8 tokens: 0.48 vs 0.70 ms;
-  // 16 tokens in place 0.61 vs 0.73 ms).
-  constexpr bool kDirect = W == 16;
-  const int64_t nb = k / kQK_K;
-  const int64_t n_groups = (n_tok + W - 1) / W;
-  const size_t act_bytes = static_cast<size_t>(n_groups * nb) * sizeof(ActBlock<W>);
-  uint8_t* scratch = t_scratch.get(act_bytes + static_cast<size_t>(kX16Rows * nb) * sizeof(Unpacked));
-  if (!scratch) return false;
-  auto* act = reinterpret_cast<ActBlock<W>*>(scratch);
-  auto* unpacked = reinterpret_cast<Unpacked*>(scratch + act_bytes);
-  const uint8_t* a8 = static_cast<const uint8_t*>(a);
-  for (int64_t g = 0; g < n_groups; ++g)
-    repack_tokens(a8, a_stride, W * g, std::min<int64_t>(W, n_tok - W * g), nb, act + g * nb);
-
-  const uint8_t* w8 = static_cast<const uint8_t*>(w);
-  const size_t group_bytes = static_cast<size_t>(kX16Rows) * w_stride;
-  for (int64_t r0 = 0; r0 < n_rows; r0 += kX16Rows) {
-    const uint8_t* grp = w8 + static_cast<size_t>(r0) * w_stride;
-    unpack_x16_group<!kDirect>(grp, nb, unpacked);
-    // The next group streams in (prefetched a slice per sub-group) while this one computes.
-    const bool has_next = r0 + kX16Rows < n_rows;
-    const uint8_t* next = w8 + static_cast<size_t>(r0 + kX16Rows) * w_stride;
-    for (int sub = 0; sub < kX16Rows; sub += R) {
-      const Unpacked* u[R];
-      const uint8_t* xq[R];
-      for (int r = 0; r < R; ++r) {
-        u[r] = unpacked + (sub + r) * nb;
-        xq[r] = grp + kX16Quants + 4 * (sub + r);
-      }
-      for (int64_t g = 0; g < n_groups; ++g) {
-        typename Vec<W>::F acc[R];
-        const size_t slice = group_bytes / (kX16Rows / R);
-        compute_group<kq::FmtQ4K, W, false, kDirect>(nb, u, act + g * nb, acc, next + static_cast<size_t>(sub / R) * slice,
-                                                  g == 0 && has_next ? slice : 0, xq);
-        alignas(64) float res[R][W];
-        for (int r = 0; r < R; ++r) Vec<W>::store(res[r], acc[r]);
-        const int64_t nt = std::min<int64_t>(W, n_tok - W * g);
-        for (int64_t t = 0; t < nt; ++t)
-          for (int r = 0; r < R; ++r)
-            out[static_cast<size_t>(W * g + t) * out_stride + static_cast<size_t>(r0 + sub + r)] = res[r][t];
-      }
-    }
-  }
-  return true;
-}
-
 // 8 token lanes for n_tok <= 8, else 16.
 template <class Fmt, bool kGrouped = false>
 bool gemm_tokens(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
@@ -506,16 +399,6 @@ void gemm_q4_k_grouped_vnni(int64_t k, const void* w, size_t ws, int64_t nr, con
                             float* out, size_t os) {
   if (nt >= kMinTokens && gemm_tokens<kq::FmtQ4K, true>(k, w, ws, nr, a, as, nt, out, os)) return;
   gemm_q4_k_grouped(k, w, ws, nr, a, as, nt, out, os);
-}
-// Repacked Q4_K (TypeOps::gemm_repacked): batches of kMinX16Tokens+ tokens take the
-// token-parallel kernel, fewer the per-token x16 kernel (gemm_q4_k_x16_vnni).
-void gemm_q4_k_x16_batch_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt,
-                              float* out, size_t os) {
-  if (nt >= kMinX16Tokens && nr % kX16Rows == 0 &&
-      (nt <= 8 ? gemm_tokens_x16<8>(k, w, ws, nr, a, as, nt, out, os)
-               : gemm_tokens_x16<16>(k, w, ws, nr, a, as, nt, out, os)))
-    return;
-  gemm_q4_k_x16_vnni(k, w, ws, nr, a, as, nt, out, os);
 }
 void gemm_q5_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
                     size_t os) {

@@ -22,6 +22,12 @@ void gemm_q4_k_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
 // With AVX512-VNNI dpbusd (same integer sums): only where has_avx512_vnni().
 void gemm_q4_k_x16_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                         int64_t n_tok, float* out, size_t out_stride);
+// Q4_K's grouped order (TypeOps::gemm_grouped) on repacked groups: bitwise gemm_q4_k_grouped on
+// the plain rows.
+void gemm_q4_k_x16_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                           size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
+void gemm_q4_k_x16_grouped_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
 }  // namespace avx512
 
 }  // namespace baton::kernels

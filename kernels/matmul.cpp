@@ -212,7 +212,8 @@ void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* ac
         return ops.gemm;
       };
       // Rows [ra, ra + n) of one layout: runs of tokens with the same kernel. Repacked groups go
-      // to gemm_repacked where the kernel is gemm (the same order), else through a plain copy.
+      // to gemm_repacked / gemm_grouped_repacked where the kernel is gemm / gemm_grouped (the same
+      // orders), else through a plain copy.
       auto run_rows = [&](int64_t ra, int64_t n, bool repacked) {
         const char* w = static_cast<const char*>(t.w.data) + static_cast<size_t>(ra) * t.w.row_bytes;
         const char* plain = repacked ? nullptr : w;
@@ -224,6 +225,9 @@ void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* ac
           const char* wg = plain;
           if (repacked && g == ops.gemm) {
             run = ops.gemm_repacked;
+            wg = w;
+          } else if (repacked && g == ops.gemm_grouped && ops.gemm_grouped_repacked) {
+            run = ops.gemm_grouped_repacked;
             wg = w;
           } else if (!wg) {
             thread_local AlignedBuffer unpacked;

@@ -12,4 +12,9 @@ void gemm_q4_k_x16_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_row
   q4k_x16::gemm<true>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
+void gemm_q4_k_x16_grouped_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+  q4k_x16::gemm<true, true>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+}
+
 }  // namespace baton::kernels::avx512

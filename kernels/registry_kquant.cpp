@@ -29,12 +29,13 @@ constexpr TypeOps kScalar[] = {
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, scalar::quantize_q8_k, nullptr},
 };
 
-// Q4_K with its 16-row load-time layout (kquant_q4k_x16.h) and the gemm on it.
-constexpr TypeOps with_x16(TypeOps ops, GemmFn gemm_repacked) {
+// Q4_K with its 16-row load-time layout (kquant_q4k_x16.h) and the gemms on it.
+constexpr TypeOps with_x16(TypeOps ops, GemmFn gemm_repacked, GemmFn gemm_grouped_repacked) {
   ops.repack_rows = 16;
   ops.repack = scalar::repack_q4_k_x16;
   ops.unrepack = scalar::unrepack_q4_k_x16;
   ops.gemm_repacked = gemm_repacked;
+  ops.gemm_grouped_repacked = gemm_grouped_repacked;
   return ops;
 }
 
@@ -54,7 +55,7 @@ constexpr TypeOps kAvx512[] = {
     with_x16(with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref,
                                      avx512::gemm_q4_k),
                           avx512::gemm_q4_k_grouped),
-             avx512::gemm_q4_k_x16),
+             avx512::gemm_q4_k_x16, avx512::gemm_q4_k_x16_grouped),
     weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k),
     weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_lanes),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},
@@ -67,7 +68,7 @@ constexpr TypeOps kAvx512Vnni[] = {
     with_x16(with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref,
                                      avx512::gemm_q4_k_vnni),
                           avx512::gemm_q4_k_grouped_vnni),
-             avx512::gemm_q4_k_x16_batch_vnni),
+             avx512::gemm_q4_k_x16_vnni, avx512::gemm_q4_k_x16_grouped_vnni),
     weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k_vnni),
     weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_lanes_vnni),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},

@@ -53,6 +53,9 @@ struct TypeOps {
   void (*repack)(const void* src, void* dst, int64_t n_rows, int64_t k) = nullptr;
   void (*unrepack)(const void* src, void* dst, int64_t n_rows, int64_t k) = nullptr;
   GemmFn gemm_repacked = nullptr;
+  // gemm_grouped's results on repacked groups (same contract as gemm_repacked); nullptr: grouped
+  // rows of repacked weights are unrepacked into scratch and go to gemm_grouped.
+  GemmFn gemm_grouped_repacked = nullptr;
 
   // Whether this table has the whole load-time layout (what repacked_rows may use).
   bool has_repacked_layout() const { return repack_rows > 0 && repack && unrepack && gemm_repacked; }

@@ -3,13 +3,18 @@
 // Q4_K_M weight shape. Prints the minimum thread CPU time of one call per n_tok and its cost per
 // token relative to n_tok = 1 (CPU time: less sensitive to a shared machine than wall time).
 // Each call reads its weight from DRAM (copies totalling >= 64 MB are cycled), as in a real pass.
-//   rows-bench [--ntok 1,2,4,8,16] [--reps 7] [--isa avx512]
+// --order grouped: the same for rows in llama.cpp's 4-row GEMM order (TypeOps::gemm_grouped, the
+// prompt rows of Q4_K), on plain rows, on repacked rows through an unrepacked copy (what the
+// driver did before gemm_grouped_repacked) and on the repacked rows directly.
+//   rows-bench [--ntok 1,2,4,8,16] [--reps 7] [--isa avx512] [--order single|grouped]
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <time.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "engine/base/ggml_type.h"
@@ -45,6 +50,9 @@ int main(int argc, char** argv) {
   app.add_option("--ntok", ntoks, "token counts")->delimiter(',');
   app.add_option("--reps", reps, "calls per case (the minimum is shown)");
   app.add_option("--isa", isa_name, "scalar, avx2 or avx512");
+  std::string order = "single";
+  app.add_option("--order", order, "single (decode rows) or grouped (Q4_K prompt rows)")
+      ->check(CLI::IsMember({"single", "grouped"}));
   CLI11_PARSE(app, argc, argv);
   const auto isa = kernels::parse_isa(isa_name);
   if (!isa) {
@@ -60,8 +68,10 @@ int main(int argc, char** argv) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int64_t max_tok = *std::max_element(ntoks.begin(), ntoks.end());
   fmt::print("| shape | n_tok | ms per call | ms per token | per-token cost vs n_tok=1 |\n|---|--:|--:|--:|--:|\n");
+  const bool grouped = order == "grouped";
   for (const Shape& s : shapes) {
     const kernels::TypeOps* w_ops = kernels::find_type_ops(s.type, *isa);
+    if (grouped && !w_ops->gemm_grouped) continue;
     const kernels::TypeOps* a_ops = kernels::find_type_ops(w_ops->vec_dot_type, *isa);
     const auto& wi = baton::require_ggml_type(s.type);
     const auto& ai = baton::require_ggml_type(w_ops->vec_dot_type);
@@ -85,15 +95,27 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> copies(w_bytes * n_copies);
     for (size_t c = 0; c < n_copies; ++c) std::copy(w.begin(), w.end(), copies.begin() + static_cast<std::ptrdiff_t>(c * w_bytes));
     std::vector<float> out(static_cast<size_t>(s.n_rows * max_tok));
-    const kernels::GemmFn gemm = w_ops->gemm_single ? w_ops->gemm_single : w_ops->gemm;
-    // Q4_K in its load-time 16-row layout (what the engine multiplies): the per-token kernel and
-    // the token-parallel one (AVX512-VNNI only).
+    const kernels::GemmFn gemm =
+        grouped ? w_ops->gemm_grouped : w_ops->gemm_single ? w_ops->gemm_single : w_ops->gemm;
+    // Q4_K in its load-time 16-row layout (what the engine multiplies; AVX512-VNNI).
     if (s.type == GgmlType::kQ4_K && kernels::has_avx512_vnni()) {
-      std::vector<uint8_t> x16(w_bytes * n_copies);
+      std::vector<uint8_t> x16(w_bytes * n_copies), plain(w_bytes);
       for (size_t c = 0; c < n_copies; ++c)
         kernels::scalar::repack_q4_k_x16(copies.data() + c * w_bytes, x16.data() + c * w_bytes, s.n_rows, s.k);
-      const std::pair<const char*, kernels::GemmFn> x16_kernels[] = {
-          {"x16 per token", kernels::avx512::gemm_q4_k_x16_vnni}, {"x16 batch", kernels::avx512::gemm_q4_k_x16_batch_vnni}};
+      auto via_unrepack = [&](int64_t k, const void* wx, size_t ws, int64_t nr, const void* act, size_t as,
+                              int64_t n_tok, float* o, size_t os) {
+        kernels::scalar::unrepack_q4_k_x16(wx, plain.data(), nr, k);
+        gemm(k, plain.data(), ws, nr, act, as, n_tok, o, os);
+      };
+      std::vector<std::pair<const char*, std::function<void(int64_t, const void*, size_t, int64_t, const void*,
+                                                            size_t, int64_t, float*, size_t)>>>
+          x16_kernels;
+      if (grouped) {
+        x16_kernels.emplace_back("x16 unrepacked + grouped", via_unrepack);
+        x16_kernels.emplace_back("x16 grouped", kernels::avx512::gemm_q4_k_x16_grouped_vnni);
+      } else {
+        x16_kernels.emplace_back("x16", kernels::avx512::gemm_q4_k_x16_vnni);
+      }
       for (const auto& [label, fn] : x16_kernels) {
         for (int64_t nt : ntoks) {
           std::vector<double> times;

@@ -5,6 +5,7 @@
 // and Q5_K, through the real MatmulDriver on 2 threads.
 #include <catch2/catch.hpp>
 
+#include <utility>
 #include <vector>
 
 #include "kernels/kquant_x16.h"
@@ -98,8 +99,8 @@ TEST_CASE("K-quant single rows give the same bits alone and in batches of 2..16 
   }
 }
 
-TEST_CASE("repacked Q4_K (16-row groups) batches of 1..17 tokens return the plain Q4_K gemm's bits on AVX512-VNNI") {
-  if (!kernels::has_avx512_vnni()) return;
+TEST_CASE("repacked Q4_K (16-row groups) batches of 1..17 tokens return the plain Q4_K gemm's bits on AVX-512, in both orders") {
+  if (kernels::detected_isa() < kernels::Isa::kAvx512) return;
   const KType* q4k = nullptr;
   const auto types = all_ktypes();
   for (const KType& kt : types)
@@ -122,17 +123,34 @@ TEST_CASE("repacked Q4_K (16-row groups) batches of 1..17 tokens return the plai
     for (int64_t i = 0; i < k; ++i) acts[static_cast<size_t>(2 * k + i)] = (i / 3) % 2 ? 100.0f : -100.0f;
     Rows a(max_tok, static_cast<size_t>(nb) * sizeof(kernels::BlockQ8K), 7, 3);
     for (int64_t t = 0; t < max_tok; ++t) kernels::scalar::quantize_q8_k(acts.data() + t * k, a.row(t), k);
-    std::vector<float> ref(static_cast<size_t>(max_tok * n_rows));
+    std::vector<float> ref(static_cast<size_t>(max_tok * n_rows)), ref_grouped(ref.size());
     kernels::scalar::gemm_q4_k(k, plain.data(), row_bytes, n_rows, a.row(0), a.stride(), max_tok, ref.data(),
                                static_cast<size_t>(n_rows));
+    kernels::scalar::gemm_q4_k_grouped(k, plain.data(), row_bytes, n_rows, a.row(0), a.stride(), max_tok,
+                                       ref_grouped.data(), static_cast<size_t>(n_rows));
+    REQUIRE(ref != ref_grouped);  // the two orders differ somewhere, so the check below can tell them apart
+    struct Variant {
+      const char* name;
+      kernels::GemmFn gemm;
+      const std::vector<float>* ref;
+    };
+    std::vector<Variant> variants = {{"avx512", kernels::avx512::gemm_q4_k_x16, &ref},
+                                     {"avx512 grouped", kernels::avx512::gemm_q4_k_x16_grouped, &ref_grouped}};
+    if (kernels::has_avx512_vnni()) {
+      variants.push_back({"avx512 vnni", kernels::avx512::gemm_q4_k_x16_vnni, &ref});
+      variants.push_back({"avx512 vnni grouped", kernels::avx512::gemm_q4_k_x16_grouped_vnni, &ref_grouped});
+    }
     for (int64_t n = 1; n <= max_tok; ++n) {
       INFO((quantized ? "quantized" : "random bytes") << ", n_tok " << n);
-      std::vector<float> got(static_cast<size_t>(n * n_rows), -1.0f);
-      kernels::avx512::gemm_q4_k_x16_batch_vnni(k, x16.data(), row_bytes, n_rows, a.row(0), a.stride(), n, got.data(),
-                                                static_cast<size_t>(n_rows));
-      int64_t mismatches = 0;
-      for (size_t i = 0; i < got.size(); ++i) mismatches += !same_bits(got[i], ref[i]);
-      CHECK(mismatches == 0);
+      for (const auto& [name, gemm, want] : variants) {
+        INFO(name);
+        const std::vector<float>& expect = *want;
+        std::vector<float> got(static_cast<size_t>(n * n_rows), -1.0f);
+        gemm(k, x16.data(), row_bytes, n_rows, a.row(0), a.stride(), n, got.data(), static_cast<size_t>(n_rows));
+        int64_t mismatches = 0;
+        for (size_t i = 0; i < got.size(); ++i) mismatches += !same_bits(got[i], expect[i]);
+        CHECK(mismatches == 0);
+      }
     }
   }
 }
