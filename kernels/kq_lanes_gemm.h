@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/blocks_k.h"
@@ -196,6 +197,43 @@ inline __m256 block_step(const WBlock& w, const uint8_t* ab, const __m256i* off,
   return _mm256_fmadd_ps(_mm256_set1_ps(ad * w.d), _mm256_cvtepi32_ps(lanes), acc);
 }
 
+// Q6_K, one (row, token) super-block fused: each chunk is decoded right before its products,
+// so only a few vectors are live (the 16 ymm registers of AVX2 do not hold a whole WBlock).
+// The same integer lanes and float steps as block_step<Q6>.
+inline __m256 q6_single_step(const uint8_t* x, const uint8_t* ab, __m256 acc) {
+  const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+  const __m256i s16 = _mm256_cvtepi8_epi16(load16(x + offsetof(BlockQ6K, scales)));
+  __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    const __m256i sc = _mm256_permute4x64_epi64(s16, h == 0 ? 0x44 : 0xEE);
+    const __m256i ql0 = load32(x + offsetof(BlockQ6K, ql) + 64 * h);
+    const __m256i ql1 = load32(x + offsetof(BlockQ6K, ql) + 64 * h + 32);
+    const __m256i qh = load32(x + offsetof(BlockQ6K, qh) + 32 * h);
+    __m256i q[4];
+    q[0] = _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
+    q[1] = _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, bits45));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                           _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m256i pick = _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>(((4 * c + 1) << 8) | (4 * c))),
+                                             _mm_set1_epi16(static_cast<int16_t>(((4 * c + 3) << 8) | (4 * c + 2))));
+      const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q[c], load32(aq + 128 * h + 32 * c)),
+                                          _mm256_shuffle_epi8(sc, pick));
+      if (c % 2 == 0) s0 = _mm256_add_epi32(s0, p);
+      else s1 = _mm256_add_epi32(s1, p);
+    }
+  }
+  // lane L -= 32 * (sc[2L] * bsums[2L] + sc[2L + 1] * bsums[2L + 1]).
+  const __m256i corr = _mm256_madd_epi16(s16, load32(ab + offsetof(BlockQ8K, bsums)));
+  const __m256i lanes = _mm256_sub_epi32(_mm256_add_epi32(s0, s1), _mm256_slli_epi32(corr, 5));
+  const float d = float_at(ab + offsetof(BlockQ8K, d)) * half_at(x + offsetof(BlockQ6K, d));
+  return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc);
+}
+
 inline constexpr int64_t kTokenTile = 8;
 
 // Per-thread scratch for the offset pair sums of a token tile (kTokenTile * nb * 8 vectors).
@@ -234,9 +272,14 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
         const uint8_t* wr = w8 + static_cast<size_t>(r) * w_stride;
         __m256 acc = _mm256_setzero_ps();
         for (int64_t b = 0; b < nb; ++b) {
-          WBlock wb;
-          Fmt::load(wr + static_cast<size_t>(b) * Fmt::kBytes, wb);
-          acc = block_step<Fmt>(wb, ar + static_cast<size_t>(b) * sizeof(BlockQ8K), off ? off + b * 8 : nullptr, acc);
+          if constexpr (std::is_same_v<Fmt, Q6>) {
+            acc = q6_single_step(wr + static_cast<size_t>(b) * Fmt::kBytes, ar + static_cast<size_t>(b) * sizeof(BlockQ8K),
+                                 acc);
+          } else {
+            WBlock wb;
+            Fmt::load(wr + static_cast<size_t>(b) * Fmt::kBytes, wb);
+            acc = block_step<Fmt>(wb, ar + static_cast<size_t>(b) * sizeof(BlockQ8K), off ? off + b * 8 : nullptr, acc);
+          }
         }
         out[static_cast<size_t>(t0) * out_stride + static_cast<size_t>(r)] = hsum8(acc);
       }
