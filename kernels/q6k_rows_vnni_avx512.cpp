@@ -119,16 +119,17 @@ inline __m512 block_step(const WBlock& w, const ActPair& a, __m512 acc) {
   return _mm512_fmadd_ps(_mm512_mul_ps(a.d, w.d), _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc);
 }
 
-// Tokens [t0, t0 + nt) (nt <= kTile; act = their pairs) against every row.
+// Tokens [t0, t0 + nt) (nt <= kTile; act = their kPairs pairs) against every row. kPairs is a
+// template argument so that the accumulators stay in registers.
+template <int kPairs>
 void rows_tile(int64_t nb, const uint8_t* w8, size_t w_stride, int64_t n_rows, const ActPair* act, int64_t t0,
                int64_t nt, float* out, size_t out_stride) {
-  const int64_t n_pairs = (nt + 1) / 2;
   for (int64_t r = 0; r < n_rows; ++r) {
     const uint8_t* wr = w8 + static_cast<size_t>(r) * w_stride;
     // The next row's block b is prefetched while this row's block b is dotted with the tile.
     const uint8_t* next = r + 1 < n_rows ? wr + w_stride : nullptr;
-    __m512 acc[kTile / 2];
-    for (int64_t j = 0; j < n_pairs; ++j) acc[j] = _mm512_setzero_ps();
+    __m512 acc[kPairs];
+    for (int j = 0; j < kPairs; ++j) acc[j] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       if (next)
         for (size_t off = 0; off < sizeof(BlockQ6K); off += 64)
@@ -136,9 +137,10 @@ void rows_tile(int64_t nb, const uint8_t* w8, size_t w_stride, int64_t n_rows, c
                        _MM_HINT_T0);
       WBlock wb;
       decode(wr + static_cast<size_t>(b) * sizeof(BlockQ6K), wb);
-      for (int64_t j = 0; j < n_pairs; ++j) acc[j] = block_step(wb, act[j * nb + b], acc[j]);
+#pragma GCC unroll 8
+      for (int j = 0; j < kPairs; ++j) acc[j] = block_step(wb, act[j * nb + b], acc[j]);
     }
-    for (int64_t j = 0; j < n_pairs; ++j) {
+    for (int j = 0; j < kPairs; ++j) {
       const int64_t t = t0 + 2 * j;
       out[static_cast<size_t>(t) * out_stride + static_cast<size_t>(r)] = kq_lanes::hsum8(_mm512_castps512_ps256(acc[j]));
       if (2 * j + 1 < nt)
@@ -147,6 +149,10 @@ void rows_tile(int64_t nb, const uint8_t* w8, size_t w_stride, int64_t n_rows, c
     }
   }
 }
+
+using TileFn = void (*)(int64_t, const uint8_t*, size_t, int64_t, const ActPair*, int64_t, int64_t, float*, size_t);
+constexpr TileFn kTiles[kTile / 2] = {rows_tile<1>, rows_tile<2>, rows_tile<3>, rows_tile<4>,
+                                      rows_tile<5>, rows_tile<6>, rows_tile<7>, rows_tile<8>};
 
 }  // namespace
 
@@ -159,7 +165,7 @@ void gemm_q6_k_rows_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_ro
   for (int64_t t0 = 0; t0 < n_tok; t0 += kTile) {
     const int64_t nt = std::min(kTile, n_tok - t0);
     repack_acts(a8 + static_cast<size_t>(t0) * a_stride, a_stride, nt, nb, act.data());
-    rows_tile(nb, static_cast<const uint8_t*>(w), w_stride, n_rows, act.data(), t0, nt, out, out_stride);
+    kTiles[(nt + 1) / 2 - 1](nb, static_cast<const uint8_t*>(w), w_stride, n_rows, act.data(), t0, nt, out, out_stride);
   }
 }
 
