@@ -20,6 +20,7 @@
 
 #include "kernels/blocks_k.h"
 #include "kernels/kquant_rows256.h"
+#include "kernels/kernel_scratch.h"
 #include "kernels/kquant_unpack.h"
 
 namespace baton::kernels::kq {
@@ -192,6 +193,152 @@ void rowdot_tile(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_
   _mm256_storeu_ps(res, _mm256_sub_ps(acc, accm));
 }
 
+// ---- Q4_K decode without VNNI (the AVX2 build): row pairs in the two 128-bit lanes ----------
+//
+// vphaddw/vphaddd cost 2 cycles each on Zen 4 (more uops than a shuffle + an add elsewhere too),
+// and the reduction of each row's 8 sub-blocks by them dominated rowdot_tile. Here two rows A and
+// B share every instruction: a chunk of 32 quant bytes of each is recombined by vperm2i128 into
+// X = [A bytes 0..15 | B bytes 0..15] and Y = [A 16..31 | B 16..31], so after the nibble split and
+// vpmaddubsw against activations whose 16 bytes are repeated in both lanes (prepared once per
+// call: q4k_pair_prepare), X's and Y's products of the same sub-block add as int16 (4 products
+// <= 4 * 15 * 127 = 7620) and one vpmaddwd applies the scale, A's in lane 0 and B's in lane 1
+// (one vpshufb of the pair's unpacked scales). The mins term is one vpmaddwd of both rows' 8 mins
+// against the 8 bsum pairs. Per (row, super-block) the integer sums are the exact sumi / summ of
+// every other variant and the float steps those of rowdot_tile's Order::kSplit (two chains, one
+// fma each per super-block, acc - accm at the end): bit-identical results.
+
+// Prepared activations per super-block: for sub-block i (32 elements), at 64 i: its elements
+// 0..15 in both lanes, at 64 i + 32: its elements 16..31 in both lanes; at 512: the 8 sums of
+// bsums pairs (one per sub-block) as int16, in both lanes.
+inline constexpr size_t kQ4KPairAct = 544;
+
+inline void q4k_pair_prepare(const uint8_t* a, int64_t nb, uint8_t* out) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
+    uint8_t* o = out + static_cast<size_t>(b) * kQ4KPairAct;
+    for (int i = 0; i < 8; ++i) {
+      const __m256i v = load32(ab + offsetof(BlockQ8K, qs) + 32 * i);
+      store32(o + 64 * i, _mm256_permute2x128_si256(v, v, 0x00));
+      store32(o + 64 * i + 32, _mm256_permute2x128_si256(v, v, 0x11));
+    }
+    // |bsum| <= 16 * 127, so pair sums fit int16.
+    const __m256i pairs = _mm256_madd_epi16(load32(ab + offsetof(BlockQ8K, bsums)), _mm256_set1_epi16(1));
+    store32(o + 512, _mm256_permute4x64_epi64(_mm256_packs_epi32(pairs, pairs), _MM_SHUFFLE(2, 0, 2, 0)));
+  }
+}
+
+// The first 16 bytes of the two blocks (d, dmin, the 12 packed scale bytes), A in lane 0, B in 1,
+// unpacked per lane into bytes [sc0..3, m0..3, sc4..7, m4..7] (the bit layout of k4_scales).
+inline __m256i q4k_pair_scales(__m256i head) {
+  // [u0, u1, u2, u2 >> 4] (u0 = packed bytes 0..3, at block bytes 4..7): the low parts.
+  const __m256i x = _mm256_srlv_epi32(_mm256_shuffle_epi32(head, _MM_SHUFFLE(3, 3, 2, 1)),
+                                      _mm256_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4));
+  const __m256i low = _mm256_and_si256(x, _mm256_setr_epi32(0x3f3f3f3f, 0x3f3f3f3f, 0x0f0f0f0f, 0x0f0f0f0f,  //
+                                                            0x3f3f3f3f, 0x3f3f3f3f, 0x0f0f0f0f, 0x0f0f0f0f));
+  // [., ., u0, u1] >> 2 & 0x30: the top two bits of u0 / u1 as bits 4..5 of sc / m 4..7.
+  const __m256i high = _mm256_and_si256(_mm256_srli_epi32(_mm256_bslli_epi128(head, 4), 2),
+                                        _mm256_setr_epi32(0, 0, 0x30303030, 0x30303030, 0, 0, 0x30303030, 0x30303030));
+  return _mm256_or_si256(low, high);
+}
+
+// Sub-block I's scale as 8 int16 words per lane (A's in lane 0, B's in lane 1).
+template <int I>
+inline __m256i q4k_pair_scale(__m256i sm) {
+  constexpr char z = -128, j = I < 4 ? I : I + 4;  // vpshufb: -128 gives a zero byte
+  return _mm256_shuffle_epi8(sm, _mm256_setr_epi8(j, z, j, z, j, z, j, z, j, z, j, z, j, z, j, z,  //
+                                                  j, z, j, z, j, z, j, z, j, z, j, z, j, z, j, z));
+}
+
+// Chunk C (quant bytes 32C..32C+31: sub-blocks 2C and 2C+1) of rows A and B: 8 dwords, A's 4
+// partial sumi in lane 0, B's in lane 1.
+template <int C>
+inline __m256i q4k_pair_chunk(const uint8_t* wa, const uint8_t* wb, const uint8_t* act, __m256i sm) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i va = load32(wa + offsetof(BlockQ4K, qs) + 32 * C), vb = load32(wb + offsetof(BlockQ4K, qs) + 32 * C);
+  const __m256i x = _mm256_permute2x128_si256(va, vb, 0x20), y = _mm256_permute2x128_si256(va, vb, 0x31);
+  const uint8_t* a = act + 128 * C;
+  const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(x, low4), load32(a)),
+                                      _mm256_maddubs_epi16(_mm256_and_si256(y, low4), load32(a + 32)));
+  const __m256i hi = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(x, 4), low4), load32(a + 64)),
+                                      _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(y, 4), low4), load32(a + 96)));
+  return _mm256_add_epi32(_mm256_madd_epi16(lo, q4k_pair_scale<2 * C>(sm)), _mm256_madd_epi16(hi, q4k_pair_scale<2 * C + 1>(sm)));
+}
+
+// Rows A and B of one super-block: [sumi_A, sumi_A, summ_A, summ_A | the same of B] (the two
+// dwords of each sum add to it); `head` returns the blocks' first 16 bytes (d | dmin << 16 in
+// dword 0 of each lane).
+inline __m256i q4k_pair(const uint8_t* wa, const uint8_t* wb, const uint8_t* act, __m256i& head) {
+  head = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wa))),
+                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb)), 1);
+  const __m256i sm = q4k_pair_scales(head);
+  const __m256i p = _mm256_add_epi32(_mm256_add_epi32(q4k_pair_chunk<0>(wa, wb, act, sm), q4k_pair_chunk<1>(wa, wb, act, sm)),
+                                     _mm256_add_epi32(q4k_pair_chunk<2>(wa, wb, act, sm), q4k_pair_chunk<3>(wa, wb, act, sm)));
+  constexpr char z = -128;
+  const __m256i mins = _mm256_shuffle_epi8(sm, _mm256_setr_epi8(4, z, 5, z, 6, z, 7, z, 12, z, 13, z, 14, z, 15, z,  //
+                                                                4, z, 5, z, 6, z, 7, z, 12, z, 13, z, 14, z, 15, z));
+  return _mm256_hadd_epi32(p, _mm256_madd_epi16(mins, load32(act + 512)));
+}
+
+// rowdot_tile<RowQ4K, DotMaddubs> on activations prepared by q4k_pair_prepare (`act`; `a` is the
+// Q8_K row itself, for its d): same arguments otherwise, same bits.
+inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_stride,
+                                  const uint8_t* a, const uint8_t* act, float* res) {
+  constexpr size_t kBytes = sizeof(BlockQ4K);
+  // Lanes [r0 r2 | r1 r3] of acc0 and [r4 r6 | r5 r7] of acc1, each row as (d * sumi chain,
+  // dmin * summ chain).
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* wb = w0 + static_cast<size_t>(b) * kBytes;
+    // Integer arithmetic: the address may lie past the end of the weights (prefetches never fault).
+    const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + 8 * w_stride;
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; ++r)
+      for (size_t line = 0; line < kBytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + line), _MM_HINT_T1);
+    const uint8_t* ab = act + static_cast<size_t>(b) * kQ4KPairAct;
+    __m256i h01, h23, h45, h67;
+    const __m256i r01 = q4k_pair(wb + row_off[0], wb + row_off[1], ab, h01);
+    const __m256i r23 = q4k_pair(wb + row_off[2], wb + row_off[3], ab, h23);
+    const __m256i r45 = q4k_pair(wb + row_off[4], wb + row_off[5], ab, h45);
+    const __m256i r67 = q4k_pair(wb + row_off[6], wb + row_off[7], ab, h67);
+    // [d|dmin of r0, r2, r1, r3] and of [r4, r6, r5, r7] as f16 pairs, converted lane-wise.
+    const __m256i dd0 = _mm256_permute4x64_epi64(_mm256_unpacklo_epi32(h01, h23), _MM_SHUFFLE(2, 0, 2, 0));
+    const __m256i dd1 = _mm256_permute4x64_epi64(_mm256_unpacklo_epi32(h45, h67), _MM_SHUFFLE(2, 0, 2, 0));
+    const __m256 da = _mm256_set1_ps(a_scale256(a + static_cast<size_t>(b) * sizeof(BlockQ8K)));
+    const __m256 f0 = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(dd0)), da);
+    const __m256 f1 = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(dd1)), da);
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(r01, r23)), f0, acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(r45, r67)), f1, acc1);
+  }
+  alignas(32) float l[16];
+  _mm256_store_ps(l, acc0);
+  _mm256_store_ps(l + 8, acc1);
+  static constexpr int kRow[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+  for (int i = 0; i < 8; ++i) res[kRow[i]] = l[2 * i] - l[2 * i + 1];
+}
+
+// gemm_rowdot<RowQ4K, ...> with rowdot_tile_q4k_pairs (the activations of each token prepared
+// once, in this thread's kernel scratch).
+inline void gemm_rowdot_q4k_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                  size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+  const int64_t nb = k / kQK_K;
+  const uint8_t* w8 = static_cast<const uint8_t*>(w);
+  uint8_t* act = static_cast<uint8_t*>(detail::thread_scratch(static_cast<size_t>(nb) * kQ4KPairAct));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const uint8_t* at = static_cast<const uint8_t*>(a) + static_cast<size_t>(t) * a_stride;
+    q4k_pair_prepare(at, nb, act);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
+      const int64_t nr = std::min<int64_t>(8, n_rows - r0);
+      size_t row_off[8];
+      for (int r = 0; r < 8; ++r) row_off[r] = static_cast<size_t>(std::min<int64_t>(r, nr - 1)) * w_stride;
+      float res[8];
+      rowdot_tile_q4k_pairs(nb, w8 + static_cast<size_t>(r0) * w_stride, row_off, w_stride, at, act, res);
+      float* o = out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0);
+      for (int64_t r = 0; r < nr; ++r) o[r] = res[r];
+    }
+  }
+}
+
 // Formats whose row kernel runs Order::kLanes of kquant_rows256.h (Q5_K: llama.cpp's vec_dot).
 template <class Fmt>
 constexpr bool lanes_order() {
@@ -273,6 +420,7 @@ bool gemm_rowdot(int64_t k, const void* w, size_t w_stride, int64_t n_rows, cons
       float res[8];
       if constexpr (lanes_order<Fmt>())
         rowdot_tile_lanes<Fmt>(nb, w0, row_off, w_stride, a8 + static_cast<size_t>(t) * a_stride, res);
+
       else
         rowdot_tile<Fmt, Dot>(nb, w0, row_off, w_stride, a8 + static_cast<size_t>(t) * a_stride, res);
       float* o = out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0);
