@@ -107,16 +107,15 @@ inline void decode(const uint8_t* x, WBlock& w) {
 // acc (lanes 0..7 the low token's, 8..15 the high token's) += one super-block, as the reference.
 inline __m512 block_step(const WBlock& w, const ActPair& a, __m512 acc) {
   const __m512i zero = _mm512_setzero_si512();
-  __m512i s0 = _mm512_dpwssd_epi32(zero, a.bsums, w.corr), s1 = zero;
+  __m512i lanes = _mm512_dpwssd_epi32(zero, a.bsums, w.corr);
 #pragma GCC unroll 4
   for (int p = 0; p < 4; ++p) {
     const __m512i x = _mm512_dpbusd_epi32(zero, w.x[p], a.x[p]);
     const __m512i y = _mm512_dpbusd_epi32(zero, w.y[p], a.y[p]);
     const __m512i pairs = _mm512_packs_epi32(x, y);  // per 128 bits, as the ymm case
-    if (p % 2 == 0) s0 = _mm512_dpwssd_epi32(s0, pairs, w.sp[p]);
-    else s1 = _mm512_dpwssd_epi32(s1, pairs, w.sp[p]);
+    lanes = _mm512_dpwssd_epi32(lanes, pairs, w.sp[p]);
   }
-  return _mm512_fmadd_ps(_mm512_mul_ps(a.d, w.d), _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc);
+  return _mm512_fmadd_ps(_mm512_mul_ps(a.d, w.d), _mm512_cvtepi32_ps(lanes), acc);
 }
 
 // Tokens [t0, t0 + nt) (nt <= kTile; act = their kPairs pairs) against every row. kPairs is a
