@@ -14,6 +14,9 @@ namespace scalar {
 // and back; same size, src and dst must not overlap.
 void repack_q4_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
 void unrepack_q4_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
+// Q5_K: the same contract, layout kquant_q5k_x16.h.
+void repack_q5_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
+void unrepack_q5_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
 }  // namespace scalar
 
 namespace avx512 {
@@ -28,6 +31,11 @@ void gemm_q4_k_x16_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_
                            size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
 void gemm_q4_k_x16_grouped_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                 size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
+// Q5_K repacked (kquant_q5k_x16.h), bitwise the Q5_K gemm (llama.cpp's vec_dot lanes order).
+void gemm_q5_k_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                   int64_t n_tok, float* out, size_t out_stride);
+void gemm_q5_k_x16_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                        int64_t n_tok, float* out, size_t out_stride);
 }  // namespace avx512
 
 }  // namespace baton::kernels

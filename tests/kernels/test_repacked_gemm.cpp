@@ -1,12 +1,14 @@
-// Weights repacked at load (TypeOps::repack, 16-row groups; Q4_0 and Q4_K): gemm_repacked on
+// Weights repacked at load (TypeOps::repack, 16-row groups; Q4_0, Q4_K and Q5_K): gemm_repacked on
 // the repacked bytes is bitwise the plain gemm (and the scalar reference) for every ISA variant,
 // shape and token count; unrepack inverts repack; MatmulDriver mixes repacked groups with plain
 // tail rows and sends rows that need another order (Q4_K's grouped rows) through a plain copy.
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <random>
 
 #include "engine/base/aligned_buffer.h"
+#include "engine/base/fp16.h"
 #include "kernels/kquant_x16.h"
 #include "kernels/legacy_kernels.h"
 #include "kernels/matmul.h"
@@ -27,13 +29,26 @@ struct Variant {
 // Every repacked gemm of `type` this CPU runs (AVX-512 with and without VNNI on a VNNI machine).
 std::vector<Variant> repacked_variants(GgmlType type) {
   namespace k = kernels;
-  const bool q4_0 = type == GgmlType::kQ4_0;
   std::vector<Variant> v;
-  if (q4_0 && k::detected_isa() >= Isa::kAvx2) v.push_back({"avx2", k::avx2::gemm_q4_0_x16});  // Q4_K: AVX-512 only
+  if (type == GgmlType::kQ4_0 && k::detected_isa() >= Isa::kAvx2)
+    v.push_back({"avx2", k::avx2::gemm_q4_0_x16});  // the K-quants: AVX-512 only
   if (k::detected_isa() >= Isa::kAvx512) {
-    v.push_back({"avx512", q4_0 ? k::avx512::gemm_q4_0_x16 : k::avx512::gemm_q4_k_x16});
-    if (k::has_avx512_vnni())
-      v.push_back({"avx512 vnni", q4_0 ? k::avx512::gemm_q4_0_x16_vnni : k::avx512::gemm_q4_k_x16_vnni});
+    const bool vnni = k::has_avx512_vnni();
+    switch (type) {
+      case GgmlType::kQ4_0:
+        v.push_back({"avx512", k::avx512::gemm_q4_0_x16});
+        if (vnni) v.push_back({"avx512 vnni", k::avx512::gemm_q4_0_x16_vnni});
+        break;
+      case GgmlType::kQ4_K:
+        v.push_back({"avx512", k::avx512::gemm_q4_k_x16});
+        if (vnni) v.push_back({"avx512 vnni", k::avx512::gemm_q4_k_x16_vnni});
+        break;
+      case GgmlType::kQ5_K:
+        v.push_back({"avx512", k::avx512::gemm_q5_k_x16});
+        if (vnni) v.push_back({"avx512 vnni", k::avx512::gemm_q5_k_x16_vnni});
+        break;
+      default: break;
+    }
   }
   return v;
 }
@@ -96,14 +111,15 @@ void check_type(GgmlType type, std::initializer_list<Shape> shapes) {
 
 }  // namespace
 
-TEST_CASE("Q4_0 advertises the 16-row repack on AVX2 / AVX-512 and Q4_K on AVX-512, not on scalar") {
-  // Q4_K on AVX2 stays plain: its repacked AVX2 kernel measured slower (kquant_q4k_x16.h)
-  for (Isa isa : available_isas())
-    if (isa != Isa::kAvx512) CHECK(ops_for(GgmlType::kQ4_K, isa).repack_rows == 0);
-  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+TEST_CASE("Q4_0 advertises the 16-row repack on AVX2 / AVX-512, Q4_K and Q5_K on AVX-512, not on scalar") {
+  // Q4_K / Q5_K on AVX2 stay plain: a repacked AVX2 Q4_K kernel measured slower (kquant_q4k_x16.h)
+  for (GgmlType t : {GgmlType::kQ4_K, GgmlType::kQ5_K})
+    for (Isa isa : available_isas())
+      if (isa != Isa::kAvx512) CHECK(ops_for(t, isa).repack_rows == 0);
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ5_K}) {
     CHECK(ops_for(t, Isa::kScalar).repack_rows == 0);
     for (Isa isa : available_isas()) {
-      if (isa == Isa::kScalar || (t == GgmlType::kQ4_K && isa != Isa::kAvx512)) continue;
+      if (isa == Isa::kScalar || (t != GgmlType::kQ4_0 && isa != Isa::kAvx512)) continue;
       const auto& ops = ops_for(t, isa);
       CHECK(ops.repack_rows == 16);
       CHECK(ops.repack != nullptr);
@@ -111,7 +127,7 @@ TEST_CASE("Q4_0 advertises the 16-row repack on AVX2 / AVX-512 and Q4_K on AVX-5
       CHECK(ops.gemm_repacked != nullptr);
     }
   }
-  for (GgmlType t : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ5_K, GgmlType::kQ6_K})
+  for (GgmlType t : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ6_K})
     for (Isa isa : available_isas()) CHECK(ops_for(t, isa).repack_rows == 0);
 }
 
@@ -124,8 +140,57 @@ TEST_CASE("repacked Q4_K gemm is bitwise the plain gemm for every variant and sh
   check_type(GgmlType::kQ4_K, {{16, 1, 256}, {16, 1, 2048}, {32, 2, 512}, {48, 3, 256}, {16, 5, 768}, {32, 1, 5632}});
 }
 
+TEST_CASE("repacked Q5_K gemm is bitwise the plain gemm for every variant and shape") {
+  // token counts cover every pass size of the kernel (8, 4, 2, 1) and their mixes
+  check_type(GgmlType::kQ5_K, {{16, 1, 256}, {16, 1, 2048}, {32, 2, 512}, {48, 3, 256}, {16, 5, 768}, {16, 7, 256},
+                               {32, 8, 512}, {16, 15, 256}, {16, 17, 512}, {32, 1, 5632}});
+}
+
+TEST_CASE("repacked Q5_K gemm is bitwise the plain gemm on random bytes and extreme activations") {
+  const auto variants = repacked_variants(GgmlType::kQ5_K);
+  if (variants.empty()) return;
+  const auto& ops = ops_for(GgmlType::kQ5_K, kernels::detected_isa());
+  const auto& scalar = ops_for(GgmlType::kQ5_K, Isa::kScalar);
+  const int64_t n_rows = 32, n_tok = 11, k = 768;
+  const size_t w_stride = row_bytes(GgmlType::kQ5_K, k), a_stride = row_bytes(GgmlType::kQ8_K, k);
+  std::mt19937 rng(4242);
+  std::vector<uint8_t> w(w_stride * n_rows), a(a_stride * n_tok);
+  for (auto& b : w) b = static_cast<uint8_t>(rng());
+  for (auto& b : a) b = static_cast<uint8_t>(rng());
+  // finite scales: f16 d / dmin from small random values; Q8_K d a small float
+  std::uniform_real_distribution<float> small(-0.01f, 0.01f);
+  for (int64_t r = 0; r < n_rows; ++r)
+    for (int64_t b = 0; b < k / 256; ++b) {
+      uint8_t* blk = w.data() + r * w_stride + b * 176;
+      for (int f = 0; f < 2; ++f) {
+        const uint16_t h = fp32_to_fp16(small(rng));
+        std::memcpy(blk + 2 * f, &h, 2);
+      }
+    }
+  for (int64_t t = 0; t < n_tok; ++t)
+    for (int64_t b = 0; b < k / 256; ++b) {
+      uint8_t* blk = a.data() + t * a_stride + b * 292;
+      const float d = small(rng);
+      std::memcpy(blk, &d, 4);
+      if (t == 0) std::memset(blk + 4, 0x80, 256);  // every activation -128
+      if (t == 1) std::memset(blk + 4, 0x7F, 256);  // every activation 127
+    }
+  // weights with every quant 31 and the largest scales in the first group's first super-block
+  for (int64_t r = 0; r < 16; ++r) std::memset(w.data() + r * w_stride + 4, 0xFF, 176 - 4);
+  std::vector<uint8_t> packed(w.size());
+  ops.repack(w.data(), packed.data(), n_rows, k);
+  std::vector<float> ref(static_cast<size_t>(n_rows * n_tok));
+  scalar.gemm(k, w.data(), w_stride, n_rows, a.data(), a_stride, n_tok, ref.data(), static_cast<size_t>(n_rows));
+  for (const Variant& v : variants) {
+    INFO(v.name);
+    std::vector<float> out(ref.size(), -1.0f);
+    v.gemm(k, packed.data(), w_stride, n_rows, a.data(), a_stride, n_tok, out.data(), static_cast<size_t>(n_rows));
+    CHECK(std::memcmp(out.data(), ref.data(), ref.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("MatmulDriver runs repacked groups and plain tail rows with the plain results") {
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ5_K}) {
     const auto& ops = *kernels::find_type_ops(type, kernels::active_isa());
     if (ops.repack_rows == 0) continue;
     const int64_t n_rows = 16 * 5 + 7, k = type == GgmlType::kQ4_0 ? 320 : 512;
