@@ -70,6 +70,12 @@ inline VecI dot(VecI acc, VecI u, VecI s) {
   if constexpr (kVnni) return _mm512_dpbusd_epi32(acc, u, s);
   else return acc;  // unused
 }
+// acc + the int16 pair products of a and b summed per dword (vpdpwssd with VNNI).
+template <bool kVnni>
+inline VecI madd_add(VecI acc, VecI a, VecI b) {
+  if constexpr (kVnni) return _mm512_dpwssd_epi32(acc, a, b);
+  else return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
+}
 inline VecF load_f16x(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 inline VecF set1_f(float v) { return _mm512_set1_ps(v); }
 inline VecF zero_f() { return _mm512_setzero_ps(); }
@@ -218,8 +224,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
       const uint8_t* bs = ab + static_cast<size_t>(t) * a_stride + offsetof(BlockQ8K, bsums);
       VecI summ = zero_i();
       [&]<int... J>(std::integer_sequence<int, J...>) {
-        ((summ = add_i32(summ, _mm512_madd_epi16(min_pair<J0 + J>(u0, u1, u2), bcast_i32(load_i32(bs + 4 * (J0 + J)))))),
-         ...);
+        ((summ = madd_add<kVnni>(summ, min_pair<J0 + J>(u0, u1, u2), bcast_i32(load_i32(bs + 4 * (J0 + J))))), ...);
       }(std::make_integer_sequence<int, J1 - J0>{});
       return summ;
     };
