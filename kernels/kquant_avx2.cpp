@@ -1,5 +1,6 @@
 // AVX2 K-quant kernels: dequantization, the Q8_K activation quantizer and the gemm: the
-// register-direct row kernel of kquant_rowdot.h for decode (n_tok = 1), the tiled kernel of
+// register-direct row kernels of kquant_rowdot.h for decode (n_tok = 1; Q4_K and Q5_K: the
+// row-pair kernels gemm_rowdot_pairs), the tiled kernel of
 // kquant_rows256.h (on the unpacked super-block of kquant_unpack.h) for batches.
 #include <immintrin.h>
 

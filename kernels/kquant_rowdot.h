@@ -7,7 +7,8 @@
 // variant (integer sums do not depend on their order), and the float steps are those of the
 // Q4_K / Q5_K orders in kquant_kernels.h, lane-wise, so results are bit-identical to the scalar
 // reference for any n_rows / n_tok / tile position (batch invariance). Q2_K/Q3_K/Q6_K have their
-// own kernels (kq_lanes_gemm.h).
+// own kernels (kq_lanes_gemm.h). The AVX2 build's Q4_K decode uses the row-pair kernel below
+// (gemm_rowdot_pairs<false>) instead: same bits, no vphadd per row.
 //
 // Included by files built for x86-64-v3 or higher; internal linkage keeps each ISA's copy.
 #pragma once
@@ -317,10 +318,110 @@ inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* r
   for (int i = 0; i < 8; ++i) res[kRow[i]] = l[2 * i] - l[2 * i + 1];
 }
 
-// gemm_rowdot<RowQ4K, ...> with rowdot_tile_q4k_pairs (the activations of each token prepared
-// once, in this thread's kernel scratch).
-inline void gemm_rowdot_q4k_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                                  size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+// ---- Q5_K decode without VNNI: the same row pairs in llama.cpp's vec_dot lane order ----------
+//
+// Order::kLanes keeps 8 int32 lanes per row (lane L: positions 4L..4L+3 of every sub-block, each
+// sub-block times its scale), so X's products (positions 0..15: lanes 0..3) and Y's (16..31:
+// lanes 4..7) stay apart: px = [A lanes 0..3 | B lanes 0..3], py = [A lanes 4..7 | B 4..7], and
+// one vperm2i128 each gives A's and B's 8 lanes. The qh bits are recombined like the quants.
+// Float steps as rowdot_tile_lanes: same bits.
+
+template <int C>
+inline void q5k_pair_chunk(const uint8_t* wa, const uint8_t* wb, const uint8_t* act, __m256i sm, __m256i qhx,
+                           __m256i qhy, __m256i& px, __m256i& py) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+  const __m256i va = load32(wa + offsetof(BlockQ5K, qs) + 32 * C), vb = load32(wb + offsetof(BlockQ5K, qs) + 32 * C);
+  const __m256i x = _mm256_permute2x128_si256(va, vb, 0x20), y = _mm256_permute2x128_si256(va, vb, 0x31);
+  // Bit 2C of qh goes to bit 4 of sub-block 2C, bit 2C + 1 to bit 4 of sub-block 2C + 1.
+  const __m256i xl = or_and(_mm256_and_si256(x, low4), shift16<4 - 2 * C>(qhx), bit4);
+  const __m256i yl = or_and(_mm256_and_si256(y, low4), shift16<4 - 2 * C>(qhy), bit4);
+  const __m256i xh = or_and(_mm256_and_si256(_mm256_srli_epi16(x, 4), low4), shift16<3 - 2 * C>(qhx), bit4);
+  const __m256i yh = or_and(_mm256_and_si256(_mm256_srli_epi16(y, 4), low4), shift16<3 - 2 * C>(qhy), bit4);
+  const __m256i s0 = q4k_pair_scale<2 * C>(sm), s1 = q4k_pair_scale<2 * C + 1>(sm);
+  const uint8_t* a = act + 128 * C;
+  // Pair sums of vpmaddubsw are at most 2 * 31 * 127: no saturation.
+  px = _mm256_add_epi32(px, _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(xl, load32(a)), s0),
+                                             _mm256_madd_epi16(_mm256_maddubs_epi16(xh, load32(a + 64)), s1)));
+  py = _mm256_add_epi32(py, _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(yl, load32(a + 32)), s0),
+                                             _mm256_madd_epi16(_mm256_maddubs_epi16(yh, load32(a + 96)), s1)));
+}
+
+// Rows A and B of one super-block: their 8 int lanes each (la, lb); returns [summ_A x4 partial |
+// summ_B x4 partial].
+inline __m256i q5k_pair(const uint8_t* wa, const uint8_t* wb, const uint8_t* act, __m256i& la, __m256i& lb) {
+  const __m256i head = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wa))),
+                                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb)), 1);
+  const __m256i sm = q4k_pair_scales(head);  // the first 16 bytes are laid out as Q4_K's
+  const __m256i qa = load32(wa + offsetof(BlockQ5K, qh)), qb = load32(wb + offsetof(BlockQ5K, qh));
+  const __m256i qhx = _mm256_permute2x128_si256(qa, qb, 0x20), qhy = _mm256_permute2x128_si256(qa, qb, 0x31);
+  __m256i px = _mm256_setzero_si256(), py = _mm256_setzero_si256();
+  q5k_pair_chunk<0>(wa, wb, act, sm, qhx, qhy, px, py);
+  q5k_pair_chunk<1>(wa, wb, act, sm, qhx, qhy, px, py);
+  q5k_pair_chunk<2>(wa, wb, act, sm, qhx, qhy, px, py);
+  q5k_pair_chunk<3>(wa, wb, act, sm, qhx, qhy, px, py);
+  la = _mm256_permute2x128_si256(px, py, 0x20);
+  lb = _mm256_permute2x128_si256(px, py, 0x31);
+  constexpr char z = -128;
+  const __m256i mins = _mm256_shuffle_epi8(sm, _mm256_setr_epi8(4, z, 5, z, 6, z, 7, z, 12, z, 13, z, 14, z, 15, z,  //
+                                                                4, z, 5, z, 6, z, 7, z, 12, z, 13, z, 14, z, 15, z));
+  return _mm256_madd_epi16(mins, load32(act + 512));
+}
+
+// rowdot_tile_lanes<RowQ5K> on activations prepared by q4k_pair_prepare (same bits).
+inline void rowdot_tile_q5k_pairs(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_stride,
+                                  const uint8_t* a, const uint8_t* act, float* res) {
+  constexpr size_t kBytes = sizeof(BlockQ5K);
+  // Rows in the lane order of the summ reduction below: 0 2 4 6 1 3 5 7.
+  const __m256i gather_idx = _mm256_setr_epi32(static_cast<int>(row_off[0]), static_cast<int>(row_off[2]),
+                                               static_cast<int>(row_off[4]), static_cast<int>(row_off[6]),
+                                               static_cast<int>(row_off[1]), static_cast<int>(row_off[3]),
+                                               static_cast<int>(row_off[5]), static_cast<int>(row_off[7]));
+  static constexpr int kPos[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // row r's lane in that order
+  __m256 acc[8];
+  for (auto& v : acc) v = _mm256_setzero_ps();
+  __m256 accm = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* wb = w0 + static_cast<size_t>(b) * kBytes;
+    const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + 8 * w_stride;
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; ++r)
+      for (size_t line = 0; line < kBytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + line), _MM_HINT_T1);
+    const uint8_t* ab = act + static_cast<size_t>(b) * kQ4KPairAct;
+    const __m256i dd = _mm256_i32gather_epi32(reinterpret_cast<const int*>(wb + offsetof(BlockQ5K, d)), gather_idx, 1);
+    const __m256 da = _mm256_set1_ps(a_scale256(a + static_cast<size_t>(b) * sizeof(BlockQ8K)));
+    const __m256 d = _mm256_mul_ps(da, _mm256_cvtph_ps(pack_low16(dd)));
+    const __m256 dmin = _mm256_mul_ps(_mm256_xor_ps(da, _mm256_set1_ps(-0.0f)),
+                                      _mm256_cvtph_ps(pack_low16(_mm256_srli_epi32(dd, 16))));
+    __m256i m[4];
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      __m256i la, lb;
+      m[p] = q5k_pair(wb + row_off[2 * p], wb + row_off[2 * p + 1], ab, la, lb);
+      const __m256 da_ = _mm256_permutevar8x32_ps(d, _mm256_set1_epi32(kPos[2 * p]));
+      const __m256 db_ = _mm256_permutevar8x32_ps(d, _mm256_set1_epi32(kPos[2 * p + 1]));
+      acc[2 * p] = _mm256_fmadd_ps(da_, _mm256_cvtepi32_ps(la), acc[2 * p]);
+      acc[2 * p + 1] = _mm256_fmadd_ps(db_, _mm256_cvtepi32_ps(lb), acc[2 * p + 1]);
+    }
+    // [m0 m0 m2 m2 | m1 m1 m3 m3], then [m0 m2 m4 m6 | m1 m3 m5 m7].
+    const __m256i msum = _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
+    accm = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(msum), accm);
+  }
+  alignas(32) float l[8], mm[8];
+  _mm256_store_ps(mm, accm);
+  for (int r = 0; r < 8; ++r) {
+    _mm256_store_ps(l, acc[r]);
+    res[r] = hsum8_ggml(l) + mm[kPos[r]];
+  }
+}
+
+// gemm_rowdot<RowQ4K or RowQ5K, ...> with rowdot_tile_q4k_pairs / rowdot_tile_q5k_pairs (the
+// activations of each token prepared once, in this thread's kernel scratch). Returns false
+// (nothing written) when rows are too far apart for Q5_K's 32-bit gather offsets.
+template <bool kQ5K>
+bool gemm_rowdot_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                       int64_t n_tok, float* out, size_t out_stride) {
+  if (kQ5K && w_stride > (size_t{1} << 27)) return false;
   const int64_t nb = k / kQK_K;
   const uint8_t* w8 = static_cast<const uint8_t*>(w);
   uint8_t* act = static_cast<uint8_t*>(detail::thread_scratch(static_cast<size_t>(nb) * kQ4KPairAct));
@@ -332,11 +433,15 @@ inline void gemm_rowdot_q4k_pairs(int64_t k, const void* w, size_t w_stride, int
       size_t row_off[8];
       for (int r = 0; r < 8; ++r) row_off[r] = static_cast<size_t>(std::min<int64_t>(r, nr - 1)) * w_stride;
       float res[8];
-      rowdot_tile_q4k_pairs(nb, w8 + static_cast<size_t>(r0) * w_stride, row_off, w_stride, at, act, res);
+      if constexpr (kQ5K)
+        rowdot_tile_q5k_pairs(nb, w8 + static_cast<size_t>(r0) * w_stride, row_off, w_stride, at, act, res);
+      else
+        rowdot_tile_q4k_pairs(nb, w8 + static_cast<size_t>(r0) * w_stride, row_off, w_stride, at, act, res);
       float* o = out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0);
       for (int64_t r = 0; r < nr; ++r) o[r] = res[r];
     }
   }
+  return true;
 }
 
 // Formats whose row kernel runs Order::kLanes of kquant_rows256.h (Q5_K: llama.cpp's vec_dot).
