@@ -119,33 +119,59 @@ inline __m512 block_step(const WBlock& w, const ActPair& a, __m512 acc) {
 }
 
 // Tokens [t0, t0 + nt) (nt <= kTile; act = their kPairs pairs) against every row. kPairs is a
-// template argument so that the accumulators stay in registers.
+// template argument so that the accumulators stay in registers. Rows go in blocks of kRowBlock
+// and the super-blocks in chunks whose activations fit in L1 (down 2048x5632, 8 tokens: 56 KB
+// of them; 3.24 -> 2.8 ns per row, token and super-block in cache); the accumulators of a row
+// block wait on the stack between chunks, so each (row, token) still adds its super-blocks in
+// order.
 template <int kPairs>
 void rows_tile(int64_t nb, const uint8_t* w8, size_t w_stride, int64_t n_rows, const ActPair* act, int64_t t0,
                int64_t nt, float* out, size_t out_stride) {
-  for (int64_t r = 0; r < n_rows; ++r) {
-    const uint8_t* wr = w8 + static_cast<size_t>(r) * w_stride;
-    // The next row's block b is prefetched while this row's block b is dotted with the tile.
-    const uint8_t* next = r + 1 < n_rows ? wr + w_stride : nullptr;
-    __m512 acc[kPairs];
-    for (int j = 0; j < kPairs; ++j) acc[j] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      if (next)
-        for (size_t off = 0; off < sizeof(BlockQ6K); off += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(next + static_cast<size_t>(b) * sizeof(BlockQ6K) + off),
-                       _MM_HINT_T0);
-      WBlock wb;
-      decode(wr + static_cast<size_t>(b) * sizeof(BlockQ6K), wb);
+  constexpr int64_t kChunkBytes = 24 << 10;
+  constexpr int64_t kb = std::max<int64_t>(1, kChunkBytes / static_cast<int64_t>(kPairs * sizeof(ActPair)));
+  constexpr int64_t kRowBlock = 16;
+  const auto row = [&](int64_t r) { return w8 + static_cast<size_t>(r) * w_stride; };
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kRowBlock) {
+    const int64_t r_end = std::min(n_rows, r0 + kRowBlock);
+    __m512 acc[kRowBlock][kPairs];
+    for (int64_t r = 0; r < r_end - r0; ++r)
+      for (int j = 0; j < kPairs; ++j) acc[r][j] = _mm512_setzero_ps();
+    for (int64_t b0 = 0; b0 < nb; b0 += kb) {
+      const int64_t b1 = std::min(nb, b0 + kb);
+      for (int64_t r = r0; r < r_end; ++r) {
+        // Prefetched while block b is dotted: the weights of the same step in the next row's
+        // pass (the next row, else this chunk's successor in the first row, else the next row
+        // block's first chunk).
+        const uint8_t* next = nullptr;
+        int64_t shift = 0;
+        if (r + 1 < r_end) next = row(r + 1);
+        else if (b1 < nb) next = row(r0), shift = b1 - b0;
+        else if (r_end < n_rows) next = row(r_end), shift = -b0;
+        __m512 a[kPairs];
+        for (int j = 0; j < kPairs; ++j) a[j] = acc[r - r0][j];
+        const uint8_t* wr = row(r);
+        for (int64_t b = b0; b < b1; ++b) {
+          if (next && b + shift < nb)
+            for (size_t off = 0; off < sizeof(BlockQ6K); off += 64)
+              _mm_prefetch(reinterpret_cast<const char*>(next + static_cast<size_t>(b + shift) * sizeof(BlockQ6K) + off),
+                           _MM_HINT_T0);
+          WBlock wb;
+          decode(wr + static_cast<size_t>(b) * sizeof(BlockQ6K), wb);
 #pragma GCC unroll 8
-      for (int j = 0; j < kPairs; ++j) acc[j] = block_step(wb, act[j * nb + b], acc[j]);
+          for (int j = 0; j < kPairs; ++j) a[j] = block_step(wb, act[j * nb + b], a[j]);
+        }
+        for (int j = 0; j < kPairs; ++j) acc[r - r0][j] = a[j];
+      }
     }
-    for (int j = 0; j < kPairs; ++j) {
-      const int64_t t = t0 + 2 * j;
-      out[static_cast<size_t>(t) * out_stride + static_cast<size_t>(r)] = kq_lanes::hsum8(_mm512_castps512_ps256(acc[j]));
-      if (2 * j + 1 < nt)
-        out[static_cast<size_t>(t + 1) * out_stride + static_cast<size_t>(r)] =
-            kq_lanes::hsum8(_mm512_extractf32x8_ps(acc[j], 1));
-    }
+    for (int64_t r = r0; r < r_end; ++r)
+      for (int j = 0; j < kPairs; ++j) {
+        const int64_t t = t0 + 2 * j;
+        out[static_cast<size_t>(t) * out_stride + static_cast<size_t>(r)] =
+            kq_lanes::hsum8(_mm512_castps512_ps256(acc[r - r0][j]));
+        if (2 * j + 1 < nt)
+          out[static_cast<size_t>(t + 1) * out_stride + static_cast<size_t>(r)] =
+              kq_lanes::hsum8(_mm512_extractf32x8_ps(acc[r - r0][j], 1));
+      }
   }
 }
 

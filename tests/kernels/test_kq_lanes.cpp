@@ -220,3 +220,29 @@ TEST_CASE("the AVX512-VNNI token-parallel Q6_K gemm returns the scalar bits for 
     }
   }
 }
+
+TEST_CASE("the AVX512-VNNI Q6_K decode-rows kernel keeps the bits across its row blocks and k chunks") {
+  if (!has_avx512_vnni()) {
+    WARN("no AVX512-VNNI on this CPU: gemm_q6_k_rows_vnni not tested");
+    return;
+  }
+  // 22 super-blocks (ffn_down's 5632): split into L1-sized chunks for every token count; 37
+  // rows: two full 16-row blocks and a partial one.
+  constexpr int kBlocks = 22, kWRows = 37, kMaxTok = 16;
+  constexpr int64_t k = kBlocks * kQK_K;
+  std::vector<float> wf(kWRows * k), xf(kMaxTok * k);
+  for (size_t i = 0; i < wf.size(); ++i)
+    wf[i] = lanes_test_value(static_cast<uint32_t>(i), 9) * static_cast<float>(1 << ((i % k) / 256 % 7));
+  for (size_t i = 0; i < xf.size(); ++i) xf[i] = lanes_test_value(static_cast<uint32_t>(i), 10);
+  std::vector<uint8_t> w(kWRows * kBlocks * sizeof(BlockQ6K)), a(kMaxTok * kBlocks * sizeof(BlockQ8K));
+  scalar::quantize_q6_k_ref(wf.data(), w.data(), kWRows * k);
+  scalar::quantize_q8_k(xf.data(), a.data(), kMaxTok * k);
+  const size_t ws = kBlocks * sizeof(BlockQ6K), as = kBlocks * sizeof(BlockQ8K);
+  for (int n_tok : {2, 3, 8, 9, 16}) {
+    std::vector<float> ref(n_tok * kWRows), got(n_tok * kWRows, -1.0f);
+    scalar::gemm_q6_k(k, w.data(), ws, kWRows, a.data(), as, n_tok, ref.data(), kWRows);
+    avx512::gemm_q6_k_rows_vnni(k, w.data(), ws, kWRows, a.data(), as, n_tok, got.data(), kWRows);
+    INFO("n_tok " << n_tok);
+    for (size_t i = 0; i < ref.size(); ++i) CHECK(bits(got[i]) == bits(ref[i]));
+  }
+}
