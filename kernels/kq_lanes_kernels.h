@@ -23,13 +23,13 @@ BATON_KQ_LANES_DECLARE(avx512)  // built for x86-64-v4: the same 256-bit arithme
 
 #undef BATON_KQ_LANES_DECLARE
 
-// AVX512-VNNI (has_avx512_vnni()): Q6_K with a token-parallel kernel for n_tok >= 8 (the same
-// bits; smaller batches run avx512::gemm_q6_k_lanes).
+// AVX512-VNNI (has_avx512_vnni()): Q6_K with the token-pair kernel for every batch of 2 or more
+// tokens (the same bits; one token runs avx512::gemm_q6_k_lanes).
 namespace avx512 {
 void gemm_q6_k_lanes_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                           int64_t n_tok, float* out, size_t out_stride);
-// The decode-rows kernel it uses below 17 tokens (q6k_rows_vnni_avx512.cpp): any n_tok, the
-// scalar bits; weights streamed once per 16 tokens.
+// That token-pair kernel (q6k_rows_vnni_avx512.cpp): any n_tok, the scalar bits; past 16 tokens
+// the token tiles run inside 16-row slices, so the weights are streamed from DRAM once.
 void gemm_q6_k_rows_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                          int64_t n_tok, float* out, size_t out_stride);
 }  // namespace avx512

@@ -1,5 +1,5 @@
-// Q6_K decode rows (batches of up to 16 single rows of a continuous batch) with AVX512-VNNI on
-// ymm registers, in the 8-lane order of kq_lanes_scalar.h: lane L of a (row, token, super-block)
+// Q6_K batches (the decode rows of a continuous batch, and prompts) with AVX512-VNNI, in the
+// 8-lane order of kq_lanes_scalar.h: lane L of a (row, token, super-block)
 // is the exact int32 sum over chunks c of sc(2c + L/4) * D(c, L) (D = the dot of the 4 unsigned
 // quants and activations at 32c + 4L), minus 32 * (sc(2L) * bsums[2L] + sc(2L + 1) * bsums[2L + 1]).
 // Chunks are taken in pairs (a, b) = (2p, 2p + 1). Weights (once per row and super-block, for all
@@ -185,13 +185,27 @@ void gemm_q6_k_rows_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_ro
                          int64_t n_tok, float* out, size_t out_stride) {
   const int64_t nb = k / kQK_K;
   const uint8_t* a8 = static_cast<const uint8_t*>(a);
+  const uint8_t* w8 = static_cast<const uint8_t*>(w);
+  const int64_t n_tiles = (n_tok + kTile - 1) / kTile;
+  const int64_t tile_pairs = kTile / 2 * nb;  // ActPairs per token tile
   thread_local std::vector<ActPair> act;
-  act.resize(static_cast<size_t>(kTile / 2 * nb));
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kTile) {
-    const int64_t nt = std::min(kTile, n_tok - t0);
-    repack_acts(a8 + static_cast<size_t>(t0) * a_stride, a_stride, nt, nb, act.data());
-    kTiles[(nt + 1) / 2 - 1](nb, static_cast<const uint8_t*>(w), w_stride, n_rows, act.data(), t0, nt, out, out_stride);
+  act.resize(static_cast<size_t>(n_tiles * tile_pairs));
+  for (int64_t g = 0; g < n_tiles; ++g)
+    repack_acts(a8 + static_cast<size_t>(kTile * g) * a_stride, a_stride, std::min(kTile, n_tok - kTile * g), nb,
+                act.data() + g * tile_pairs);
+  if (n_tiles == 1) {
+    kTiles[(n_tok + 1) / 2 - 1](nb, w8, w_stride, n_rows, act.data(), 0, n_tok, out, out_stride);
+    return;
   }
+  // Several token tiles: 16-row slices outside, so a slice's weights are read from DRAM once and
+  // from L2 by the later tiles.
+  constexpr int64_t kSlice = 16;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kSlice)
+    for (int64_t g = 0; g < n_tiles; ++g) {
+      const int64_t nt = std::min(kTile, n_tok - kTile * g);
+      kTiles[(nt + 1) / 2 - 1](nb, w8 + static_cast<size_t>(r0) * w_stride, w_stride, std::min(kSlice, n_rows - r0),
+                               act.data() + g * tile_pairs, kTile * g, nt, out + r0, out_stride);
+    }
 }
 
 }  // namespace baton::kernels::avx512

@@ -179,7 +179,7 @@ TEST_CASE("a hand-encoded Q6_K row follows the 8-lane order, not one float chain
   CHECK(orders_differ > 0);  // the cases tell the 8-lane order from one float chain
 }
 
-TEST_CASE("the AVX512-VNNI token-parallel Q6_K gemm returns the scalar bits for batches of any size") {
+TEST_CASE("the AVX512-VNNI Q6_K gemm returns the scalar bits for batches of any size") {
   if (!has_avx512_vnni()) {
     WARN("no AVX512-VNNI on this CPU: gemm_q6_k_lanes_vnni not tested");
     return;
@@ -227,8 +227,8 @@ TEST_CASE("the AVX512-VNNI Q6_K decode-rows kernel keeps the bits across its row
     return;
   }
   // 22 super-blocks (ffn_down's 5632): split into L1-sized chunks for every token count; 37
-  // rows: two full 16-row blocks and a partial one.
-  constexpr int kBlocks = 22, kWRows = 37, kMaxTok = 16;
+  // rows: two full 16-row blocks (or slices) and a partial one.
+  constexpr int kBlocks = 22, kWRows = 37, kMaxTok = 33;
   constexpr int64_t k = kBlocks * kQK_K;
   std::vector<float> wf(kWRows * k), xf(kMaxTok * k);
   for (size_t i = 0; i < wf.size(); ++i)
@@ -238,7 +238,7 @@ TEST_CASE("the AVX512-VNNI Q6_K decode-rows kernel keeps the bits across its row
   scalar::quantize_q6_k_ref(wf.data(), w.data(), kWRows * k);
   scalar::quantize_q8_k(xf.data(), a.data(), kMaxTok * k);
   const size_t ws = kBlocks * sizeof(BlockQ6K), as = kBlocks * sizeof(BlockQ8K);
-  for (int n_tok : {2, 3, 8, 9, 16}) {
+  for (int n_tok : {2, 3, 8, 9, 16, 17, 33}) {  // past 16: token tiles inside 16-row slices
     std::vector<float> ref(n_tok * kWRows), got(n_tok * kWRows, -1.0f);
     scalar::gemm_q6_k(k, w.data(), ws, kWRows, a.data(), as, n_tok, ref.data(), kWRows);
     avx512::gemm_q6_k_rows_vnni(k, w.data(), ws, kWRows, a.data(), as, n_tok, got.data(), kWRows);
