@@ -43,12 +43,13 @@ struct TypeOps {
   // [0, m - m % 4) use gemm_grouped, the others gemm (or gemm_single). nullptr: no such rows.
   // Same contract as gemm.
   GemmFn gemm_grouped = nullptr;
-  // Optional load-time layout for decode speed (Q4_0, Q4_K on AVX2/AVX-512): repack(src, dst,
-  // n_rows, k) permutes the bytes of dense rows [0, n_rows) (n_rows a multiple of repack_rows)
-  // within each group of repack_rows rows, keeping the size; unrepack is its inverse.
+  // Optional load-time layout for decode speed (Q4_0 on AVX2/AVX-512, Q4_K and Q5_K on AVX-512):
+  // repack(src, dst, n_rows, k) permutes the bytes of dense rows [0, n_rows) (n_rows a multiple of
+  // repack_rows) within each group of repack_rows rows, keeping the size; unrepack is its inverse.
   // gemm_repacked multiplies such groups (n_rows a multiple of repack_rows, w_stride = the dense
-  // row bytes) with gemm's results bit for bit; rows that need gemm_single / gemm_grouped are
-  // unrepacked into scratch by MatmulDriver first. repack_rows = 0: no such layout here.
+  // row bytes) with gemm's results bit for bit; rows that need gemm_single / gemm_grouped (without
+  // gemm_grouped_repacked) are unrepacked into scratch by MatmulDriver first. repack_rows = 0: no
+  // such layout here.
   int32_t repack_rows = 0;
   void (*repack)(const void* src, void* dst, int64_t n_rows, int64_t k) = nullptr;
   void (*unrepack)(const void* src, void* dst, int64_t n_rows, int64_t k) = nullptr;

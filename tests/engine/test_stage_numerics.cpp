@@ -92,8 +92,10 @@ TEST_CASE("a sequence's logits are bitwise the same alone and batched with other
 }
 
 TEST_CASE("weights kept in the file mapping (--mmap) give the bits of the resident, repacked copy") {
-  // Q4_0 is repacked at load on AVX2/AVX-512, Q4_K on AVX-512 (16-row groups); Q4_K_M has Q6_K rows too.
-  for (const char* model : {"models/synthetic/tl256-Q4_0.gguf", "models/synthetic/tl256-Q4_K_M.gguf"}) {
+  // Q4_0 is repacked at load on AVX2/AVX-512, Q4_K and Q5_K on AVX-512 (16-row groups); the K-quant
+  // mixes have Q6_K rows too.
+  for (const char* model : {"models/synthetic/tl256-Q4_0.gguf", "models/synthetic/tl256-Q4_K_M.gguf",
+                            "models/synthetic/tl256-Q5_K_M.gguf"}) {
     INFO(model);
     LocalModelOptions opt;
     opt.threads = 2;
@@ -103,12 +105,17 @@ TEST_CASE("weights kept in the file mapping (--mmap) give the bits of the reside
     opt.placement = WeightPlacement::kMapped;
     LocalModel mapped(shared_path(model), opt);
     const int64_t nv = resident.head().n_vocab();
-    // 9-row prompt (4-row grouped + batch orders), then two single-row decode steps
+    // 9-row prompt (4-row grouped + batch orders), two single-row decode steps, then a pass with
+    // a second sequence's 6-row prompt next to the first's decode row (decode rows of a batch)
     std::vector<std::vector<Tok>> passes = {prompt(1, 9, 0, 3), {{1, 9, 42, true}}, {{1, 10, 7, true}}};
+    passes.push_back(prompt(2, 6, 0, 5));
+    passes.back().insert(passes.back().begin(), Tok{1, 11, 19, true});
     for (const auto& p : passes) {
       const auto a = pass(resident, p), b = pass(mapped, p);
-      REQUIRE(a.size() == static_cast<size_t>(nv));
-      CHECK(same(a.data(), b.data(), nv));
+      REQUIRE(!a.empty());
+      REQUIRE(a.size() % static_cast<size_t>(nv) == 0);  // the logits of every output row
+      REQUIRE(b.size() == a.size());
+      CHECK(same(a.data(), b.data(), static_cast<int64_t>(a.size())));
     }
   }
 }
