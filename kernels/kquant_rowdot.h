@@ -280,6 +280,17 @@ inline __m256i q4k_pair(const uint8_t* wa, const uint8_t* wb, const uint8_t* act
   return _mm256_hadd_epi32(p, _mm256_madd_epi16(mins, load32(act + 512)));
 }
 
+// The same super-block of the next 8-row tile into L2. Integer arithmetic: the address may lie
+// past the end of the weights (prefetches never fault, a pointer there would be undefined).
+template <size_t kBytes>
+inline void prefetch_next_tile(const uint8_t* wb, size_t w_stride) {
+  const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + 8 * w_stride;
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r)
+    for (size_t line = 0; line < kBytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + line), _MM_HINT_T1);
+}
+
 // rowdot_tile<RowQ4K, DotMaddubs> on activations prepared by q4k_pair_prepare (`act`; `a` is the
 // Q8_K row itself, for its d): same arguments otherwise, same bits.
 inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_stride,
@@ -290,12 +301,7 @@ inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* r
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = w0 + static_cast<size_t>(b) * kBytes;
-    // Integer arithmetic: the address may lie past the end of the weights (prefetches never fault).
-    const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + 8 * w_stride;
-#pragma GCC unroll 8
-    for (int r = 0; r < 8; ++r)
-      for (size_t line = 0; line < kBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + line), _MM_HINT_T1);
+    prefetch_next_tile<kBytes>(wb, w_stride);
     const uint8_t* ab = act + static_cast<size_t>(b) * kQ4KPairAct;
     __m256i h01, h23, h45, h67;
     const __m256i r01 = q4k_pair(wb + row_off[0], wb + row_off[1], ab, h01);
@@ -382,11 +388,7 @@ inline void rowdot_tile_q5k_pairs(int64_t nb, const uint8_t* w0, const size_t* r
   __m256 accm = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = w0 + static_cast<size_t>(b) * kBytes;
-    const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + 8 * w_stride;
-#pragma GCC unroll 8
-    for (int r = 0; r < 8; ++r)
-      for (size_t line = 0; line < kBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + line), _MM_HINT_T1);
+    prefetch_next_tile<kBytes>(wb, w_stride);
     const uint8_t* ab = act + static_cast<size_t>(b) * kQ4KPairAct;
     const __m256i dd = _mm256_i32gather_epi32(reinterpret_cast<const int*>(wb + offsetof(BlockQ5K, d)), gather_idx, 1);
     const __m256 da = _mm256_set1_ps(a_scale256(a + static_cast<size_t>(b) * sizeof(BlockQ8K)));
