@@ -204,10 +204,12 @@ inline __m256 q6_single_step(const uint8_t* x, const uint8_t* ab, __m256 acc) {
   const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
   const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
   const __m256i s16 = _mm256_cvtepi8_epi16(load16(x + offsetof(BlockQ6K, scales)));
+  // the scales of each half (immediates stay constants when the loop is not unrolled, e.g. -O1)
+  const __m256i sc_half[2] = {_mm256_permute4x64_epi64(s16, 0x44), _mm256_permute4x64_epi64(s16, 0xEE)};
   __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
-    const __m256i sc = _mm256_permute4x64_epi64(s16, h == 0 ? 0x44 : 0xEE);
+    const __m256i sc = sc_half[h];
     const __m256i ql0 = load32(x + offsetof(BlockQ6K, ql) + 64 * h);
     const __m256i ql1 = load32(x + offsetof(BlockQ6K, ql) + 64 * h + 32);
     const __m256i qh = load32(x + offsetof(BlockQ6K, qh) + 32 * h);
