@@ -6,14 +6,20 @@
 // --order grouped: the same for rows in llama.cpp's 4-row GEMM order (TypeOps::gemm_grouped, the
 // prompt rows of Q4_K), on plain rows, on repacked rows through an unrepacked copy (what the
 // driver did before gemm_grouped_repacked) and on the repacked rows directly.
-//   rows-bench [--ntok 1,2,4,8,16] [--reps 7] [--isa avx512] [--order single|grouped]
+//   rows-bench [--ntok 1,2,4,8,16] [--reps 7] [--isa avx512] [--order single|grouped] [--hot]
+// --hot: one weight copy called repeatedly, so it stays in cache: the kernel's compute cost alone
+// (how much of the DRAM time a kernel fails to hide).
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
+#include <memory>
 #include <random>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -53,6 +59,8 @@ int main(int argc, char** argv) {
   std::string order = "single";
   app.add_option("--order", order, "single (decode rows) or grouped (Q4_K prompt rows)")
       ->check(CLI::IsMember({"single", "grouped"}));
+  bool hot = false;
+  app.add_flag("--hot", hot, "one weight copy, called repeatedly: it stays in cache (the compute cost alone)");
   CLI11_PARSE(app, argc, argv);
   const auto isa = kernels::parse_isa(isa_name);
   if (!isa) {
@@ -89,9 +97,9 @@ int main(int argc, char** argv) {
       a_ops->from_float(row.data(), a.data() + static_cast<size_t>(t) * a_row, s.k);
     }
     // Copies of the weight, cycled through, so that every call streams it from DRAM as in a
-    // real pass (the model does not fit any cache): at least 64 MB in all.
+    // real pass (the model does not fit any cache): at least 64 MB in all. --hot: one copy, in cache.
     const size_t w_bytes = w.size();
-    const size_t n_copies = std::max<size_t>(1, (size_t{64} << 20) / w_bytes + 1);
+    const size_t n_copies = hot ? 1 : std::max<size_t>(1, (size_t{64} << 20) / w_bytes + 1);
     std::vector<uint8_t> copies(w_bytes * n_copies);
     for (size_t c = 0; c < n_copies; ++c) std::copy(w.begin(), w.end(), copies.begin() + static_cast<std::ptrdiff_t>(c * w_bytes));
     std::vector<float> out(static_cast<size_t>(s.n_rows * max_tok));
@@ -99,7 +107,13 @@ int main(int argc, char** argv) {
         grouped ? w_ops->gemm_grouped : w_ops->gemm_single ? w_ops->gemm_single : w_ops->gemm;
     // Q4_K in its load-time 16-row layout (what the engine multiplies; AVX512-VNNI).
     if (s.type == GgmlType::kQ4_K && kernels::has_avx512_vnni()) {
-      std::vector<uint8_t> x16(w_bytes * n_copies), plain(w_bytes);
+      const size_t x16_bytes = (w_bytes * n_copies + (size_t{2} << 20)) & ~((size_t{2} << 20) - 1);
+      // On 2 MiB pages, as the engine's WeightArena holds them.
+      std::unique_ptr<uint8_t, decltype(&std::free)> x16_mem(
+          static_cast<uint8_t*>(std::aligned_alloc(size_t{2} << 20, x16_bytes)), &std::free);
+      ::madvise(x16_mem.get(), x16_bytes, MADV_HUGEPAGE);
+      std::span<uint8_t> x16(x16_mem.get(), x16_bytes);
+      std::vector<uint8_t> plain(w_bytes);
       for (size_t c = 0; c < n_copies; ++c)
         kernels::scalar::repack_q4_k_x16(copies.data() + c * w_bytes, x16.data() + c * w_bytes, s.n_rows, s.k);
       auto via_unrepack = [&](int64_t k, const void* wx, size_t ws, int64_t nr, const void* act, size_t as,
