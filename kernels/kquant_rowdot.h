@@ -280,13 +280,13 @@ inline __m256i q4k_pair(const uint8_t* wa, const uint8_t* wb, const uint8_t* act
   return _mm256_hadd_epi32(p, _mm256_madd_epi16(mins, load32(act + 512)));
 }
 
-// The same super-block of the next 8-row tile into L2. Integer arithmetic: the address may lie
-// past the end of the weights (prefetches never fault, a pointer there would be undefined).
-template <size_t kBytes>
+// The same super-block of the next kRows-row tile into L2. Integer arithmetic: the address may
+// lie past the end of the weights (prefetches never fault, a pointer there would be undefined).
+template <size_t kBytes, int kRows = 8>
 inline void prefetch_next_tile(const uint8_t* wb, size_t w_stride) {
-  const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + 8 * w_stride;
+  const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + kRows * w_stride;
 #pragma GCC unroll 8
-  for (int r = 0; r < 8; ++r)
+  for (int r = 0; r < kRows; ++r)
     for (size_t line = 0; line < kBytes; line += 64)
       _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + line), _MM_HINT_T1);
 }
@@ -330,111 +330,125 @@ inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* r
 // sub-block times its scale), so X's products (positions 0..15: lanes 0..3) and Y's (16..31:
 // lanes 4..7) stay apart: px = [A lanes 0..3 | B lanes 0..3], py = [A lanes 4..7 | B 4..7], and
 // one vperm2i128 each gives A's and B's 8 lanes. The qh bits are recombined like the quants.
+// One instruction per 32 quants is saved by a factor of 2: one vpsllw/vpsrlw of qh puts bits 2C
+// and 2C + 1 at bits 4 and 5, sub-block 2C is decoded as q (nibble | bit 4) and 2C + 1 as 2q
+// (nibble >> 3 & 0x1E | bit 5), and 2C's scale is doubled instead, so every lane holds twice its
+// value (all terms even: one vpsrad at the end is exact). vpmaddubsw pair sums stay below
+// 2 * 62 * 127 = 15748: no saturation. Tiles of 4 rows (two pairs): no spilled registers.
 // Float steps as rowdot_tile_lanes: same bits.
 
+// Chunk C (quant bytes 32C..32C+31: sub-blocks 2C and 2C+1) of rows A and B: twice its scaled
+// products, X's added to px, Y's to py (C = 0 sets them). sm / sm2: q4k_pair_scales and twice it.
 template <int C>
-inline void q5k_pair_chunk(const uint8_t* wa, const uint8_t* wb, const uint8_t* act, __m256i sm, __m256i qhx,
-                           __m256i qhy, __m256i& px, __m256i& py) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+inline void q5k_pair_chunk(const uint8_t* wa, const uint8_t* wb, const uint8_t* act, __m256i sm, __m256i sm2,
+                           __m256i qhx, __m256i qhy, __m256i& px, __m256i& py) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), high4x2 = _mm256_set1_epi8(0x1E);
+  const __m256i bit4 = _mm256_set1_epi8(0x10), bit5 = _mm256_set1_epi8(0x20);
   const __m256i va = load32(wa + offsetof(BlockQ5K, qs) + 32 * C), vb = load32(wb + offsetof(BlockQ5K, qs) + 32 * C);
   const __m256i x = _mm256_permute2x128_si256(va, vb, 0x20), y = _mm256_permute2x128_si256(va, vb, 0x31);
-  // Bit 2C of qh goes to bit 4 of sub-block 2C, bit 2C + 1 to bit 4 of sub-block 2C + 1.
-  const __m256i xl = or_and(_mm256_and_si256(x, low4), shift16<4 - 2 * C>(qhx), bit4);
-  const __m256i yl = or_and(_mm256_and_si256(y, low4), shift16<4 - 2 * C>(qhy), bit4);
-  const __m256i xh = or_and(_mm256_and_si256(_mm256_srli_epi16(x, 4), low4), shift16<3 - 2 * C>(qhx), bit4);
-  const __m256i yh = or_and(_mm256_and_si256(_mm256_srli_epi16(y, 4), low4), shift16<3 - 2 * C>(qhy), bit4);
-  const __m256i s0 = q4k_pair_scale<2 * C>(sm), s1 = q4k_pair_scale<2 * C + 1>(sm);
+  // qh bits 2C and 2C + 1 at bits 4 and 5 of each byte.
+  const __m256i gx = shift16<4 - 2 * C>(qhx), gy = shift16<4 - 2 * C>(qhy);
+  const __m256i xl = _mm256_or_si256(_mm256_and_si256(x, low4), _mm256_and_si256(gx, bit4));
+  const __m256i yl = _mm256_or_si256(_mm256_and_si256(y, low4), _mm256_and_si256(gy, bit4));
+  const __m256i xh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 3), high4x2), _mm256_and_si256(gx, bit5));
+  const __m256i yh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(y, 3), high4x2), _mm256_and_si256(gy, bit5));
+  const __m256i s0 = q4k_pair_scale<2 * C>(sm2), s1 = q4k_pair_scale<2 * C + 1>(sm);
   const uint8_t* a = act + 128 * C;
-  // Pair sums of vpmaddubsw are at most 2 * 31 * 127: no saturation.
-  px = _mm256_add_epi32(px, _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(xl, load32(a)), s0),
-                                             _mm256_madd_epi16(_mm256_maddubs_epi16(xh, load32(a + 64)), s1)));
-  py = _mm256_add_epi32(py, _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(yl, load32(a + 32)), s0),
-                                             _mm256_madd_epi16(_mm256_maddubs_epi16(yh, load32(a + 96)), s1)));
+  const __m256i dx = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(xl, load32(a)), s0),
+                                      _mm256_madd_epi16(_mm256_maddubs_epi16(xh, load32(a + 64)), s1));
+  const __m256i dy = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(yl, load32(a + 32)), s0),
+                                      _mm256_madd_epi16(_mm256_maddubs_epi16(yh, load32(a + 96)), s1));
+  if constexpr (C == 0) {
+    px = dx;
+    py = dy;
+  } else {
+    px = _mm256_add_epi32(px, dx);
+    py = _mm256_add_epi32(py, dy);
+  }
 }
 
-// Rows A and B of one super-block: their 8 int lanes each (la, lb); returns [summ_A x4 partial |
-// summ_B x4 partial].
-inline __m256i q5k_pair(const uint8_t* wa, const uint8_t* wb, const uint8_t* act, __m256i& la, __m256i& lb) {
-  const __m256i head = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wa))),
-                                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb)), 1);
+// Rows A and B of one super-block: their 8 int lanes each (la, lb); `head` returns the blocks'
+// first 16 bytes (d | dmin << 16 in dword 0 of each lane); returns [summ_A x4 partial | summ_B
+// x4 partial].
+inline __m256i q5k_pair(const uint8_t* wa, const uint8_t* wb, const uint8_t* act, __m256i& head, __m256i& la,
+                        __m256i& lb) {
+  head = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wa))),
+                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb)), 1);
   const __m256i sm = q4k_pair_scales(head);  // the first 16 bytes are laid out as Q4_K's
+  const __m256i sm2 = _mm256_add_epi8(sm, sm);  // scales <= 63: twice them fits a byte
   const __m256i qa = load32(wa + offsetof(BlockQ5K, qh)), qb = load32(wb + offsetof(BlockQ5K, qh));
   const __m256i qhx = _mm256_permute2x128_si256(qa, qb, 0x20), qhy = _mm256_permute2x128_si256(qa, qb, 0x31);
-  __m256i px = _mm256_setzero_si256(), py = _mm256_setzero_si256();
-  q5k_pair_chunk<0>(wa, wb, act, sm, qhx, qhy, px, py);
-  q5k_pair_chunk<1>(wa, wb, act, sm, qhx, qhy, px, py);
-  q5k_pair_chunk<2>(wa, wb, act, sm, qhx, qhy, px, py);
-  q5k_pair_chunk<3>(wa, wb, act, sm, qhx, qhy, px, py);
-  la = _mm256_permute2x128_si256(px, py, 0x20);
-  lb = _mm256_permute2x128_si256(px, py, 0x31);
+  __m256i px, py;
+  q5k_pair_chunk<0>(wa, wb, act, sm, sm2, qhx, qhy, px, py);
+  q5k_pair_chunk<1>(wa, wb, act, sm, sm2, qhx, qhy, px, py);
+  q5k_pair_chunk<2>(wa, wb, act, sm, sm2, qhx, qhy, px, py);
+  q5k_pair_chunk<3>(wa, wb, act, sm, sm2, qhx, qhy, px, py);
+  la = _mm256_srai_epi32(_mm256_permute2x128_si256(px, py, 0x20), 1);
+  lb = _mm256_srai_epi32(_mm256_permute2x128_si256(px, py, 0x31), 1);
   constexpr char z = -128;
   const __m256i mins = _mm256_shuffle_epi8(sm, _mm256_setr_epi8(4, z, 5, z, 6, z, 7, z, 12, z, 13, z, 14, z, 15, z,  //
                                                                 4, z, 5, z, 6, z, 7, z, 12, z, 13, z, 14, z, 15, z));
   return _mm256_madd_epi16(mins, load32(act + 512));
 }
 
-// rowdot_tile_lanes<RowQ5K> on activations prepared by q4k_pair_prepare (same bits).
+// rowdot_tile_lanes<RowQ5K> for 4 rows (res[0..4)) on activations prepared by q4k_pair_prepare
+// (same bits).
 inline void rowdot_tile_q5k_pairs(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_stride,
                                   const uint8_t* a, const uint8_t* act, float* res) {
   constexpr size_t kBytes = sizeof(BlockQ5K);
-  // Rows in the lane order of the summ reduction below: 0 2 4 6 1 3 5 7.
-  const __m256i gather_idx = _mm256_setr_epi32(static_cast<int>(row_off[0]), static_cast<int>(row_off[2]),
-                                               static_cast<int>(row_off[4]), static_cast<int>(row_off[6]),
-                                               static_cast<int>(row_off[1]), static_cast<int>(row_off[3]),
-                                               static_cast<int>(row_off[5]), static_cast<int>(row_off[7]));
-  static constexpr int kPos[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // row r's lane in that order
-  __m256 acc[8];
-  for (auto& v : acc) v = _mm256_setzero_ps();
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  // Lanes [r0 r2 r0 r2 | r1 r3 r1 r3]: each row's dmin * summ chain.
   __m256 accm = _mm256_setzero_ps();
+  const __m256 sign = _mm256_setr_ps(1.0f, -1.0f, 1.0f, -1.0f, 1.0f, -1.0f, 1.0f, -1.0f);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = w0 + static_cast<size_t>(b) * kBytes;
-    prefetch_next_tile<kBytes>(wb, w_stride);
+    prefetch_next_tile<kBytes, 4>(wb, w_stride);
     const uint8_t* ab = act + static_cast<size_t>(b) * kQ4KPairAct;
-    const __m256i dd = _mm256_i32gather_epi32(reinterpret_cast<const int*>(wb + offsetof(BlockQ5K, d)), gather_idx, 1);
-    const __m256 da = _mm256_set1_ps(a_scale256(a + static_cast<size_t>(b) * sizeof(BlockQ8K)));
-    const __m256 d = _mm256_mul_ps(da, _mm256_cvtph_ps(pack_low16(dd)));
-    const __m256 dmin = _mm256_mul_ps(_mm256_xor_ps(da, _mm256_set1_ps(-0.0f)),
-                                      _mm256_cvtph_ps(pack_low16(_mm256_srli_epi32(dd, 16))));
-    __m256i m[4];
-#pragma GCC unroll 4
-    for (int p = 0; p < 4; ++p) {
-      __m256i la, lb;
-      m[p] = q5k_pair(wb + row_off[2 * p], wb + row_off[2 * p + 1], ab, la, lb);
-      const __m256 da_ = _mm256_permutevar8x32_ps(d, _mm256_set1_epi32(kPos[2 * p]));
-      const __m256 db_ = _mm256_permutevar8x32_ps(d, _mm256_set1_epi32(kPos[2 * p + 1]));
-      acc[2 * p] = _mm256_fmadd_ps(da_, _mm256_cvtepi32_ps(la), acc[2 * p]);
-      acc[2 * p + 1] = _mm256_fmadd_ps(db_, _mm256_cvtepi32_ps(lb), acc[2 * p + 1]);
-    }
-    // [m0 m0 m2 m2 | m1 m1 m3 m3], then [m0 m2 m4 m6 | m1 m3 m5 m7].
-    const __m256i msum = _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
-    accm = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(msum), accm);
+    __m256i h01, h23, l0, l1, l2, l3;
+    const __m256i m01 = q5k_pair(wb + row_off[0], wb + row_off[1], ab, h01, l0, l1);
+    const __m256i m23 = q5k_pair(wb + row_off[2], wb + row_off[3], ab, h23, l2, l3);
+    // (d | dmin << 16) of rows 0 2 1 3 as f16, then f = [d0 dm0 d2 dm2 | d1 dm1 d3 dm3] * (da, -da).
+    const __m256i dd = _mm256_permute4x64_epi64(_mm256_unpacklo_epi32(h01, h23), _MM_SHUFFLE(2, 0, 2, 0));
+    const __m256 da = _mm256_mul_ps(_mm256_set1_ps(a_scale256(a + static_cast<size_t>(b) * sizeof(BlockQ8K))), sign);
+    const __m256 f = _mm256_mul_ps(da, _mm256_cvtph_ps(_mm256_castsi256_si128(dd)));
+    acc0 = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(f, _mm256_set1_epi32(0)), _mm256_cvtepi32_ps(l0), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(f, _mm256_set1_epi32(4)), _mm256_cvtepi32_ps(l1), acc1);
+    acc2 = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(f, _mm256_set1_epi32(2)), _mm256_cvtepi32_ps(l2), acc2);
+    acc3 = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(f, _mm256_set1_epi32(6)), _mm256_cvtepi32_ps(l3), acc3);
+    // [s0 s0 s2 s2 | s1 s1 s3 s3] halves of summ, then [s0 s2 s0 s2 | s1 s3 s1 s3].
+    const __m256i t = _mm256_hadd_epi32(m01, m23);
+    const __m256i msum = _mm256_hadd_epi32(t, t);
+    accm = _mm256_fmadd_ps(_mm256_permute_ps(f, _MM_SHUFFLE(3, 1, 3, 1)), _mm256_cvtepi32_ps(msum), accm);
   }
   alignas(32) float l[8], mm[8];
   _mm256_store_ps(mm, accm);
-  for (int r = 0; r < 8; ++r) {
-    _mm256_store_ps(l, acc[r]);
+  const __m256 accs[4] = {acc0, acc1, acc2, acc3};
+  static constexpr int kPos[4] = {0, 4, 1, 5};  // row r's lane in accm
+  for (int r = 0; r < 4; ++r) {
+    _mm256_store_ps(l, accs[r]);
     res[r] = hsum8_ggml(l) + mm[kPos[r]];
   }
 }
 
-// gemm_rowdot<RowQ4K or RowQ5K, ...> with rowdot_tile_q4k_pairs / rowdot_tile_q5k_pairs (the
-// activations of each token prepared once, in this thread's kernel scratch). Returns false
-// (nothing written) when rows are too far apart for Q5_K's 32-bit gather offsets.
+// gemm_rowdot<RowQ4K or RowQ5K, ...> with rowdot_tile_q4k_pairs (8 rows per tile) /
+// rowdot_tile_q5k_pairs (4 rows), the activations of each token prepared once, in this thread's
+// kernel scratch. Always returns true (the same contract as gemm_rowdot, whose gather offsets
+// can be too far apart; these kernels gather nothing).
 template <bool kQ5K>
 bool gemm_rowdot_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                        int64_t n_tok, float* out, size_t out_stride) {
-  if (kQ5K && w_stride > (size_t{1} << 27)) return false;
+  constexpr int kTile = kQ5K ? 4 : 8;
   const int64_t nb = k / kQK_K;
   const uint8_t* w8 = static_cast<const uint8_t*>(w);
   uint8_t* act = static_cast<uint8_t*>(detail::thread_scratch(static_cast<size_t>(nb) * kQ4KPairAct));
   for (int64_t t = 0; t < n_tok; ++t) {
     const uint8_t* at = static_cast<const uint8_t*>(a) + static_cast<size_t>(t) * a_stride;
     q4k_pair_prepare(at, nb, act);
-    for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
-      const int64_t nr = std::min<int64_t>(8, n_rows - r0);
-      size_t row_off[8];
-      for (int r = 0; r < 8; ++r) row_off[r] = static_cast<size_t>(std::min<int64_t>(r, nr - 1)) * w_stride;
-      float res[8];
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kTile) {
+      const int64_t nr = std::min<int64_t>(kTile, n_rows - r0);
+      size_t row_off[kTile];
+      for (int r = 0; r < kTile; ++r) row_off[r] = static_cast<size_t>(std::min<int64_t>(r, nr - 1)) * w_stride;
+      float res[kTile];
       if constexpr (kQ5K)
         rowdot_tile_q5k_pairs(nb, w8 + static_cast<size_t>(r0) * w_stride, row_off, w_stride, at, act, res);
       else
