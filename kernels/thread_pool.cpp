@@ -4,7 +4,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <string>
 #include <utility>
 
 namespace baton::kernels {
@@ -22,6 +27,35 @@ void futex_wake_one(std::atomic<uint32_t>& word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
+// How long a waiting thread polls (with pause) before it sleeps in the kernel. Waking a sleeping
+// vCPU of a VM costs tens of microseconds, and a decode step runs ~200 jobs a few hundred
+// microseconds apart (bench/kernel-bench pool section, batch-bench). Idle longer than this, every
+// thread sleeps. BATON_POOL_SPIN_US overrides it (0 = sleep at once).
+constexpr int kDefaultSpinMicros = 0;
+
+int spin_micros_from_env() {
+  const char* e = std::getenv("BATON_POOL_SPIN_US");
+  if (!e || !*e) return kDefaultSpinMicros;
+  try {
+    return std::clamp(std::stoi(e), 0, 100000);
+  } catch (const std::exception&) {
+    return kDefaultSpinMicros;
+  }
+}
+
+// Polls `word` while it holds `expected`, for up to `micros`; true if it changed.
+bool poll_while(const std::atomic<uint32_t>& word, uint32_t expected, int micros) {
+  if (micros <= 0) return false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  for (;;) {
+    for (int i = 0; i < 32; ++i) {
+      if (word.load(std::memory_order_acquire) != expected) return true;
+      _mm_pause();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+  }
+}
+
 // The pool whose job this thread is running right now (nested run() detection).
 thread_local const ThreadPool* tl_running_pool = nullptr;
 
@@ -33,7 +67,7 @@ struct RunningScope {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)), spin_us_(spin_micros_from_env()) {
   slots_ = std::make_unique<WorkerSlot[]>(static_cast<size_t>(n_threads_));
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int ith = 1; ith < n_threads_; ++ith) workers_.emplace_back([this, ith] { worker_main(ith); });
@@ -66,16 +100,22 @@ void ThreadPool::worker_main(int ith) {
   std::atomic<uint32_t>& slot = slots_[ith].generation;
   uint32_t seen = 0;
   for (;;) {
-    // Sleeps in the kernel until run() bumps this worker's generation.
+    // Polls for a while, then sleeps in the kernel until run() bumps this worker's generation.
+    // sleeping is set before the last check and run() reads it after its bump (both seq_cst), so
+    // either this thread sees the new generation or run() sees it asleep and wakes it.
     uint32_t now = slot.load(std::memory_order_acquire);
+    if (now == seen && poll_while(slot, seen, spin_us_)) now = slot.load(std::memory_order_acquire);
     while (now == seen) {
-      futex_wait(slot, seen);
+      slots_[ith].sleeping.store(1, std::memory_order_seq_cst);
+      if (slot.load(std::memory_order_seq_cst) == seen) futex_wait(slot, seen);
+      slots_[ith].sleeping.store(0, std::memory_order_relaxed);
       now = slot.load(std::memory_order_acquire);
     }
     seen = now;
     if (stop_.load(std::memory_order_acquire)) return;
     execute(ith, job_nth_);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) futex_wake_one(pending_);
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_sleeping_.load(std::memory_order_seq_cst))
+      futex_wake_one(pending_);
   }
 }
 
@@ -96,15 +136,19 @@ void ThreadPool::run_impl(Trampoline fn, void* ctx, int max_threads) {
   pending_.store(static_cast<uint32_t>(nth - 1), std::memory_order_relaxed);
   ++generation_;
   for (int ith = 1; ith < nth; ++ith) {
-    slots_[ith].generation.store(generation_, std::memory_order_release);
-    futex_wake_one(slots_[ith].generation);
+    slots_[ith].generation.store(generation_, std::memory_order_seq_cst);
+    if (slots_[ith].sleeping.load(std::memory_order_seq_cst)) futex_wake_one(slots_[ith].generation);
   }
 
   execute(0, nth);
 
-  for (uint32_t left = pending_.load(std::memory_order_acquire); left != 0;
-       left = pending_.load(std::memory_order_acquire)) {
-    futex_wait(pending_, left);
+  uint32_t left = pending_.load(std::memory_order_acquire);
+  if (left != 0 && poll_while(pending_, left, spin_us_)) left = pending_.load(std::memory_order_acquire);
+  while (left != 0) {
+    caller_sleeping_.store(1, std::memory_order_seq_cst);
+    if (pending_.load(std::memory_order_seq_cst) == left) futex_wait(pending_, left);
+    caller_sleeping_.store(0, std::memory_order_relaxed);
+    left = pending_.load(std::memory_order_acquire);
   }
   if (error_) {
     std::exception_ptr e = std::exchange(error_, nullptr);

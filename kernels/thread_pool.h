@@ -47,9 +47,11 @@ class ThreadPool {
  private:
   using Trampoline = void (*)(void* ctx, int ith, int nth);
 
-  // One per worker, on its own cache line: the generation it was last told to run.
+  // One per worker, on its own cache line: the generation it was last told to run, and whether
+  // it sleeps in the kernel (run() makes the wake syscall only then).
   struct alignas(64) WorkerSlot {
     std::atomic<uint32_t> generation{0};
+    std::atomic<uint32_t> sleeping{0};
   };
 
   void run_impl(Trampoline fn, void* ctx, int max_threads);
@@ -66,6 +68,8 @@ class ThreadPool {
   int job_nth_ = 1;
   uint32_t generation_ = 0;       // last generation issued; guarded by run_mutex_
   alignas(64) std::atomic<uint32_t> pending_{0};  // workers still running the current job
+  std::atomic<uint32_t> caller_sleeping_{0};      // run()'s caller sleeps on pending_
+  int spin_us_ = 0;                               // see kDefaultSpinMicros in thread_pool.cpp
   std::atomic<bool> stop_{false};
 
   std::mutex error_mutex_;

@@ -5,6 +5,7 @@
 //   batch-bench -m MODEL -t THREADS --clients 1,8 -n 64 -p 32 [-r 3] [--n-batch 512]
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -33,7 +34,14 @@ struct Row {
   double ttft_p50 = 0, ttft_p95 = 0;
   uint64_t passes = 0;
   double wall = 0;
+  double cpu = 0;  // CPU seconds of the whole process (all threads) during the run
 };
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
@@ -65,6 +73,7 @@ Row run(baton::LocalModel& model, const Options& o, int n_clients) {
   Scheduler scheduler(model.head(), model.layers(), model.tokenizer(), so);
 
   std::vector<std::shared_ptr<RequestHandle>> handles;
+  const double cpu0 = process_cpu_seconds();
   const auto t0 = Clock::now();
   for (int c = 0; c < n_clients; ++c) {
     CompletionRequest r;
@@ -85,6 +94,7 @@ Row run(baton::LocalModel& model, const Options& o, int n_clients) {
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
 
   Row row;
+  row.cpu = process_cpu_seconds() - cpu0;
   row.clients = n_clients;
   row.wall = wall;
   std::vector<double> ttft;
@@ -132,8 +142,8 @@ int main(int argc, char** argv) {
       w.n_gen = 4;
       run(model, w, 1);
     }
-    fmt::print("| clients | aggregate tok/s | per-client tok/s | ratio vs 1 | TTFT p50 s | TTFT p95 s | passes | wall s |\n");
-    fmt::print("|--------:|----------------:|-----------------:|-----------:|-----------:|-----------:|-------:|-------:|\n");
+    fmt::print("| clients | aggregate tok/s | per-client tok/s | ratio vs 1 | TTFT p50 s | TTFT p95 s | passes | wall s | busy CPUs | tok per CPU-s |\n");
+    fmt::print("|--------:|----------------:|-----------------:|-----------:|-----------:|-----------:|-------:|-------:|----------:|--------------:|\n");
     double base = 0;
     for (int c : o.clients) {
       Row best;
@@ -143,8 +153,9 @@ int main(int argc, char** argv) {
       }
       if (c == 1 || base == 0) base = c == 1 ? best.aggregate : base;
       const std::string ratio = base > 0 ? fmt::format("{:.2f}x", best.aggregate / base) : "-";
-      fmt::print("| {:7} | {:15.2f} | {:16.2f} | {:>10} | {:10.3f} | {:10.3f} | {:6} | {:6.2f} |\n", c,
-                 best.aggregate, best.per_client, ratio, best.ttft_p50, best.ttft_p95, best.passes, best.wall);
+      fmt::print("| {:7} | {:15.2f} | {:16.2f} | {:>10} | {:10.3f} | {:10.3f} | {:6} | {:6.2f} | {:9.2f} | {:13.1f} |\n", c,
+                 best.aggregate, best.per_client, ratio, best.ttft_p50, best.ttft_p95, best.passes, best.wall,
+                 best.cpu / best.wall, best.aggregate * best.wall / best.cpu);
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "batch-bench: {}\n", e.what());

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <stdexcept>
 #include <thread>
@@ -117,4 +118,26 @@ TEST_CASE("idle workers sleep instead of spinning") {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   double cpu_ms = 1000.0 * static_cast<double>(std::clock() - before) / CLOCKS_PER_SEC;
   CHECK(cpu_ms < 50.0);
+}
+
+TEST_CASE("with polling before sleep, every run is joined and idle workers still sleep") {
+  // Polling only bridges short gaps between jobs; the protocol that decides whether a wake
+  // syscall is needed must never lose a wake-up, whichever side polls out first.
+  ::setenv("BATON_POOL_SPIN_US", "30", 1);
+  ThreadPool pool(3);
+  ::unsetenv("BATON_POOL_SPIN_US");
+  std::atomic<int64_t> total{0};
+  for (int i = 0; i < 3000; ++i) {
+    pool.run([&](int ith, int) {
+      // Uneven job lengths: sometimes the caller waits, sometimes the workers do, on both sides
+      // of the 30 us poll.
+      if ((i + ith) % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      total.fetch_add(ith + 1, std::memory_order_relaxed);
+    });
+    if (i % 100 == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  CHECK(total.load() == 3000 * (1 + 2 + 3));
+  std::clock_t before = std::clock();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(1000.0 * static_cast<double>(std::clock() - before) / CLOCKS_PER_SEC < 50.0);
 }
