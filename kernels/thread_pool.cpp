@@ -43,16 +43,27 @@ int spin_micros_from_env() {
   }
 }
 
-// Polls `word` while it holds `expected`, for up to `micros`; true if it changed.
-bool poll_while(const std::atomic<uint32_t>& word, uint32_t expected, int micros) {
-  if (micros <= 0) return false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+// Polls `word` while it holds `expected`, for up to `budget` microseconds; true if it changed.
+// The budget adapts per waiter: halved (down to 1 us) when a poll runs out, doubled (up to
+// `limit`) when the other side arrives in time. On a busy machine the other thread is often
+// descheduled, polls run out and the waiter soon sleeps at once; on an idle one the short
+// gaps between jobs are bridged.
+bool poll_while(const std::atomic<uint32_t>& word, uint32_t expected, int& budget, int limit) {
+  if (limit <= 0) return false;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::microseconds(budget);
   for (;;) {
     for (int i = 0; i < 32; ++i) {
-      if (word.load(std::memory_order_acquire) != expected) return true;
+      if (word.load(std::memory_order_acquire) != expected) {
+        budget = std::min(limit, 2 * budget);
+        return true;
+      }
       _mm_pause();
     }
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      budget = std::max(1, budget / 2);
+      return false;
+    }
   }
 }
 
@@ -67,7 +78,8 @@ struct RunningScope {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)), spin_us_(spin_micros_from_env()) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(std::max(1, n_threads)), spin_us_(spin_micros_from_env()), caller_budget_(spin_us_) {
   slots_ = std::make_unique<WorkerSlot[]>(static_cast<size_t>(n_threads_));
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int ith = 1; ith < n_threads_; ++ith) workers_.emplace_back([this, ith] { worker_main(ith); });
@@ -99,12 +111,13 @@ void ThreadPool::execute(int ith, int nth) noexcept {
 void ThreadPool::worker_main(int ith) {
   std::atomic<uint32_t>& slot = slots_[ith].generation;
   uint32_t seen = 0;
+  int budget = spin_us_;
   for (;;) {
     // Polls for a while, then sleeps in the kernel until run() bumps this worker's generation.
     // sleeping is set before the last check and run() reads it after its bump (both seq_cst), so
     // either this thread sees the new generation or run() sees it asleep and wakes it.
     uint32_t now = slot.load(std::memory_order_acquire);
-    if (now == seen && poll_while(slot, seen, spin_us_)) now = slot.load(std::memory_order_acquire);
+    if (now == seen && poll_while(slot, seen, budget, spin_us_)) now = slot.load(std::memory_order_acquire);
     while (now == seen) {
       slots_[ith].sleeping.store(1, std::memory_order_seq_cst);
       if (slot.load(std::memory_order_seq_cst) == seen) futex_wait(slot, seen);
@@ -143,7 +156,7 @@ void ThreadPool::run_impl(Trampoline fn, void* ctx, int max_threads) {
   execute(0, nth);
 
   uint32_t left = pending_.load(std::memory_order_acquire);
-  if (left != 0 && poll_while(pending_, left, spin_us_)) left = pending_.load(std::memory_order_acquire);
+  if (left != 0 && poll_while(pending_, left, caller_budget_, spin_us_)) left = pending_.load(std::memory_order_acquire);
   while (left != 0) {
     caller_sleeping_.store(1, std::memory_order_seq_cst);
     if (pending_.load(std::memory_order_seq_cst) == left) futex_wait(pending_, left);

@@ -69,7 +69,8 @@ class ThreadPool {
   uint32_t generation_ = 0;       // last generation issued; guarded by run_mutex_
   alignas(64) std::atomic<uint32_t> pending_{0};  // workers still running the current job
   std::atomic<uint32_t> caller_sleeping_{0};      // run()'s caller sleeps on pending_
-  int spin_us_ = 0;                               // see kDefaultSpinMicros in thread_pool.cpp
+  int spin_us_ = 0;                               // most polling, see kDefaultSpinMicros in thread_pool.cpp
+  int caller_budget_ = 0;                         // the caller's adaptive polling budget (run_mutex_)
   std::atomic<bool> stop_{false};
 
   std::mutex error_mutex_;
