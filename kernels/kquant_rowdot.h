@@ -8,7 +8,8 @@
 // Q4_K / Q5_K orders in kquant_kernels.h, lane-wise, so results are bit-identical to the scalar
 // reference for any n_rows / n_tok / tile position (batch invariance). Q2_K/Q3_K/Q6_K have their
 // own kernels (kq_lanes_gemm.h). The AVX2 build's Q4_K decode uses the row-pair kernel below
-// (gemm_rowdot_pairs<false>) instead: same bits, no vphadd per row.
+// (gemm_rowdot_pairs<false>) instead, its Q5_K decode the 4-row kernel (gemm_rowdot_pairs<true>):
+// same bits, no vphadd per row.
 //
 // Included by files built for x86-64-v3 or higher; internal linkage keeps each ISA's copy.
 #pragma once
@@ -324,101 +325,115 @@ inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* r
   for (int i = 0; i < 8; ++i) res[kRow[i]] = l[2 * i] - l[2 * i + 1];
 }
 
-// ---- Q5_K decode without VNNI: the same row pairs in llama.cpp's vec_dot lane order ----------
+// ---- Q5_K decode without VNNI: 4-row tiles in llama.cpp's vec_dot lane order ----------------
 //
 // Order::kLanes keeps 8 int32 lanes per row (lane L: positions 4L..4L+3 of every sub-block, each
-// sub-block times its scale), so X's products (positions 0..15: lanes 0..3) and Y's (16..31:
-// lanes 4..7) stay apart: px = [A lanes 0..3 | B lanes 0..3], py = [A lanes 4..7 | B 4..7], and
-// one vperm2i128 each gives A's and B's 8 lanes. The qh bits are recombined like the quants.
-// One instruction per 32 quants is saved by a factor of 2: one vpsllw/vpsrlw of qh puts bits 2C
-// and 2C + 1 at bits 4 and 5, sub-block 2C is decoded as q (nibble | bit 4) and 2C + 1 as 2q
-// (nibble >> 3 & 0x1E | bit 5), and 2C's scale is doubled instead, so every lane holds twice its
-// value (all terms even: one vpsrad at the end is exact). vpmaddubsw pair sums stay below
-// 2 * 62 * 127 = 15748: no saturation. Tiles of 4 rows (two pairs): no spilled registers.
-// Float steps as rowdot_tile_lanes: same bits.
+// sub-block times its scale): a row's 32 quant bytes of chunk C against the plain Q8_K
+// activations give exactly those 8 lanes (vpmaddubsw, then vpmaddwd by the sub-block's scale), so
+// each row runs on its own and nothing is recombined across 128-bit lanes. The fifth bits: one
+// vpsllw/vpsrlw of qh per chunk puts bits 2C and 2C + 1 at bits 4 and 5; sub-block 2C is decoded
+// as q (nibble | bit 4), 2C + 1 as 2q (nibble >> 3 & 0x1E | bit 5) and 2C's scale is doubled
+// instead, so every lane holds twice its value (all terms even: one vpsrad at the end is exact).
+// vpmaddubsw pair sums stay below 2 * 62 * 127 = 15748: no saturation. The scales of two rows
+// are unpacked together (q4k_pair_scales) into dwords (s | s << 16) in a small stack buffer that
+// vpmaddwd reads through broadcast loads (load pipes, not shuffles). Float steps as
+// rowdot_tile_lanes: same bits. Spent where (Zen 4, one thread, in cache): ~7 ns per row and
+// super-block, the 8 vpmaddubsw + 8 vpmaddwd and the ~31 decode instructions dominate.
 
-// Chunk C (quant bytes 32C..32C+31: sub-blocks 2C and 2C+1) of rows A and B: twice its scaled
-// products, X's added to px, Y's to py (C = 0 sets them). sm / sm2: q4k_pair_scales and twice it.
+// Chunk C (quant bytes 32C..32C+31: sub-blocks 2C and 2C+1) of one row: twice its scaled
+// products, 8 lanes. aq: the Q8_K quants; qh: the row's 32 qh bytes; sd: the scale dwords of 2C
+// (doubled) and 2C + 1.
 template <int C>
-inline void q5k_pair_chunk(const uint8_t* wa, const uint8_t* wb, const uint8_t* act, __m256i sm, __m256i sm2,
-                           __m256i qhx, __m256i qhy, __m256i& px, __m256i& py) {
+inline __m256i q5k_row_chunk(const uint8_t* w, const uint8_t* aq, __m256i qh, const int32_t* sd) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), high4x2 = _mm256_set1_epi8(0x1E);
   const __m256i bit4 = _mm256_set1_epi8(0x10), bit5 = _mm256_set1_epi8(0x20);
-  const __m256i va = load32(wa + offsetof(BlockQ5K, qs) + 32 * C), vb = load32(wb + offsetof(BlockQ5K, qs) + 32 * C);
-  const __m256i x = _mm256_permute2x128_si256(va, vb, 0x20), y = _mm256_permute2x128_si256(va, vb, 0x31);
-  // qh bits 2C and 2C + 1 at bits 4 and 5 of each byte.
-  const __m256i gx = shift16<4 - 2 * C>(qhx), gy = shift16<4 - 2 * C>(qhy);
-  const __m256i xl = _mm256_or_si256(_mm256_and_si256(x, low4), _mm256_and_si256(gx, bit4));
-  const __m256i yl = _mm256_or_si256(_mm256_and_si256(y, low4), _mm256_and_si256(gy, bit4));
-  const __m256i xh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 3), high4x2), _mm256_and_si256(gx, bit5));
-  const __m256i yh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(y, 3), high4x2), _mm256_and_si256(gy, bit5));
-  const __m256i s0 = q4k_pair_scale<2 * C>(sm2), s1 = q4k_pair_scale<2 * C + 1>(sm);
-  const uint8_t* a = act + 128 * C;
-  const __m256i dx = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(xl, load32(a)), s0),
-                                      _mm256_madd_epi16(_mm256_maddubs_epi16(xh, load32(a + 64)), s1));
-  const __m256i dy = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(yl, load32(a + 32)), s0),
-                                      _mm256_madd_epi16(_mm256_maddubs_epi16(yh, load32(a + 96)), s1));
-  if constexpr (C == 0) {
-    px = dx;
-    py = dy;
-  } else {
-    px = _mm256_add_epi32(px, dx);
-    py = _mm256_add_epi32(py, dy);
-  }
+  const __m256i v = load32(w + offsetof(BlockQ5K, qs) + 32 * C);
+  const __m256i g = shift16<4 - 2 * C>(qh);
+  const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, low4), _mm256_and_si256(g, bit4));
+  const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 3), high4x2), _mm256_and_si256(g, bit5));
+  return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(lo, load32(aq + 64 * C)), _mm256_set1_epi32(sd[0])),
+                          _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load32(aq + 64 * C + 32)), _mm256_set1_epi32(sd[1])));
 }
 
-// Rows A and B of one super-block: their 8 int lanes each (la, lb); `head` returns the blocks'
-// first 16 bytes (d | dmin << 16 in dword 0 of each lane); returns [summ_A x4 partial | summ_B
-// x4 partial].
-inline __m256i q5k_pair(const uint8_t* wa, const uint8_t* wb, const uint8_t* act, __m256i& head, __m256i& la,
-                        __m256i& lb) {
+// One row's 8 integer lanes of a super-block; s03 / s47: its scale dwords of sub-blocks 0..3 / 4..7.
+inline __m256i q5k_row(const uint8_t* w, const uint8_t* aq, const int32_t* s03, const int32_t* s47) {
+  const __m256i qh = load32(w + offsetof(BlockQ5K, qh));
+  const __m256i p = _mm256_add_epi32(_mm256_add_epi32(q5k_row_chunk<0>(w, aq, qh, s03), q5k_row_chunk<1>(w, aq, qh, s03 + 2)),
+                                     _mm256_add_epi32(q5k_row_chunk<2>(w, aq, qh, s47), q5k_row_chunk<3>(w, aq, qh, s47 + 2)));
+  return _mm256_srai_epi32(p, 1);
+}
+
+// Rows A and B of a super-block: their scale dwords into sd[16] = [A 0..3, B 0..3, A 4..7, B 4..7]
+// (twice the scale for even sub-blocks); `head` returns the blocks' first 16 bytes (d | dmin << 16
+// in dword 0 of each lane); returns [summ_A x4 partial | summ_B x4 partial] (act: the prepared
+// activations, for their bsum pairs).
+inline __m256i q5k_pair_head(const uint8_t* wa, const uint8_t* wb, const uint8_t* act, __m256i& head, int32_t* sd) {
   head = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wa))),
                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb)), 1);
-  const __m256i sm = q4k_pair_scales(head);  // the first 16 bytes are laid out as Q4_K's
-  const __m256i sm2 = _mm256_add_epi8(sm, sm);  // scales <= 63: twice them fits a byte
-  const __m256i qa = load32(wa + offsetof(BlockQ5K, qh)), qb = load32(wb + offsetof(BlockQ5K, qh));
-  const __m256i qhx = _mm256_permute2x128_si256(qa, qb, 0x20), qhy = _mm256_permute2x128_si256(qa, qb, 0x31);
-  __m256i px, py;
-  q5k_pair_chunk<0>(wa, wb, act, sm, sm2, qhx, qhy, px, py);
-  q5k_pair_chunk<1>(wa, wb, act, sm, sm2, qhx, qhy, px, py);
-  q5k_pair_chunk<2>(wa, wb, act, sm, sm2, qhx, qhy, px, py);
-  q5k_pair_chunk<3>(wa, wb, act, sm, sm2, qhx, qhy, px, py);
-  la = _mm256_srai_epi32(_mm256_permute2x128_si256(px, py, 0x20), 1);
-  lb = _mm256_srai_epi32(_mm256_permute2x128_si256(px, py, 0x31), 1);
-  constexpr char z = -128;
+  const __m256i sm0 = q4k_pair_scales(head);  // the first 16 bytes are laid out as Q4_K's
+  // The scales of even sub-blocks (bytes 0, 2, 8, 10 of each lane) doubled (<= 126: fits a byte),
+  // by an add rather than a shift (the shift pipes are the busy ones here).
+  const __m256i sm = _mm256_add_epi8(sm0, _mm256_and_si256(sm0, _mm256_setr_epi8(-1, 0, -1, 0, 0, 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0,  //
+                                                                                   -1, 0, -1, 0, 0, 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0)));
+  constexpr char z = -128;  // vpshufb: -128 gives a zero byte
+  const __m256i s03 = _mm256_shuffle_epi8(sm, _mm256_setr_epi8(0, z, 0, z, 1, z, 1, z, 2, z, 2, z, 3, z, 3, z,  //
+                                                               0, z, 0, z, 1, z, 1, z, 2, z, 2, z, 3, z, 3, z));
+  const __m256i s47 = _mm256_shuffle_epi8(sm, _mm256_setr_epi8(8, z, 8, z, 9, z, 9, z, 10, z, 10, z, 11, z, 11, z,  //
+                                                               8, z, 8, z, 9, z, 9, z, 10, z, 10, z, 11, z, 11, z));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(sd), s03);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(sd + 8), s47);
   const __m256i mins = _mm256_shuffle_epi8(sm, _mm256_setr_epi8(4, z, 5, z, 6, z, 7, z, 12, z, 13, z, 14, z, 15, z,  //
                                                                 4, z, 5, z, 6, z, 7, z, 12, z, 13, z, 14, z, 15, z));
   return _mm256_madd_epi16(mins, load32(act + 512));
 }
 
-// rowdot_tile_lanes<RowQ5K> for 4 rows (res[0..4)) on activations prepared by q4k_pair_prepare
-// (same bits).
-inline void rowdot_tile_q5k_pairs(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_stride,
-                                  const uint8_t* a, const uint8_t* act, float* res) {
+inline constexpr int kQ5KTileRows = 4;
+
+// rowdot_tile_lanes<RowQ5K> for the 4 rows starting at w[0..4) (res[0..4)); `a` is the Q8_K row,
+// `act` its bsum pairs as prepared by q4k_pair_prepare; while on super-block b it prefetches the
+// bytes `ahead` further of each row (the same super-block of the next tile). Same bits.
+inline void rowdot_tile_q5k_rows(int64_t nb, const uint8_t* const* w, size_t ahead, const uint8_t* a,
+                                 const uint8_t* act, float* res) {
   constexpr size_t kBytes = sizeof(BlockQ5K);
+  // Integer addresses: the prefetched ones may lie past the end of the weights (prefetches never
+  // fault, a pointer there would be undefined).
+  uintptr_t w0 = reinterpret_cast<uintptr_t>(w[0]), w1 = reinterpret_cast<uintptr_t>(w[1]);
+  uintptr_t w2 = reinterpret_cast<uintptr_t>(w[2]), w3 = reinterpret_cast<uintptr_t>(w[3]);
   __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   // Lanes [r0 r2 r0 r2 | r1 r3 r1 r3]: each row's dmin * summ chain.
   __m256 accm = _mm256_setzero_ps();
   const __m256 sign = _mm256_setr_ps(1.0f, -1.0f, 1.0f, -1.0f, 1.0f, -1.0f, 1.0f, -1.0f);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* wb = w0 + static_cast<size_t>(b) * kBytes;
-    prefetch_next_tile<kBytes, 4>(wb, w_stride);
+  alignas(32) int32_t sd[2][16];
+  alignas(32) float f[8];
+  for (int64_t b = 0; b < nb; ++b, w0 += kBytes, w1 += kBytes, w2 += kBytes, w3 += kBytes) {
+    for (uintptr_t row : {w0, w1, w2, w3})
+      for (size_t line = 0; line < kBytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(row + ahead + line), _MM_HINT_T1);
+    const uint8_t* r0 = reinterpret_cast<const uint8_t*>(w0);
+    const uint8_t* r1 = reinterpret_cast<const uint8_t*>(w1);
+    const uint8_t* r2 = reinterpret_cast<const uint8_t*>(w2);
+    const uint8_t* r3 = reinterpret_cast<const uint8_t*>(w3);
     const uint8_t* ab = act + static_cast<size_t>(b) * kQ4KPairAct;
-    __m256i h01, h23, l0, l1, l2, l3;
-    const __m256i m01 = q5k_pair(wb + row_off[0], wb + row_off[1], ab, h01, l0, l1);
-    const __m256i m23 = q5k_pair(wb + row_off[2], wb + row_off[3], ab, h23, l2, l3);
+    const uint8_t* a8 = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
+    const uint8_t* aq = a8 + offsetof(BlockQ8K, qs);
+    __m256i h01, h23;
+    const __m256i m01 = q5k_pair_head(r0, r1, ab, h01, sd[0]);
+    const __m256i m23 = q5k_pair_head(r2, r3, ab, h23, sd[1]);
     // (d | dmin << 16) of rows 0 2 1 3 as f16, then f = [d0 dm0 d2 dm2 | d1 dm1 d3 dm3] * (da, -da).
     const __m256i dd = _mm256_permute4x64_epi64(_mm256_unpacklo_epi32(h01, h23), _MM_SHUFFLE(2, 0, 2, 0));
-    const __m256 da = _mm256_mul_ps(_mm256_set1_ps(a_scale256(a + static_cast<size_t>(b) * sizeof(BlockQ8K))), sign);
-    const __m256 f = _mm256_mul_ps(da, _mm256_cvtph_ps(_mm256_castsi256_si128(dd)));
-    acc0 = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(f, _mm256_set1_epi32(0)), _mm256_cvtepi32_ps(l0), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(f, _mm256_set1_epi32(4)), _mm256_cvtepi32_ps(l1), acc1);
-    acc2 = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(f, _mm256_set1_epi32(2)), _mm256_cvtepi32_ps(l2), acc2);
-    acc3 = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(f, _mm256_set1_epi32(6)), _mm256_cvtepi32_ps(l3), acc3);
+    const __m256 da = _mm256_mul_ps(_mm256_set1_ps(a_scale256(a8)), sign);
+    _mm256_store_ps(f, _mm256_mul_ps(da, _mm256_cvtph_ps(_mm256_castsi256_si128(dd))));
+    // sd and f are read back by broadcast loads; without this barrier g++ forwards the stores
+    // through register permutes (vpermd on the shuffle pipes: measured slower).
+    asm volatile("" : : "r"(sd), "r"(f) : "memory");
+    acc0 = _mm256_fmadd_ps(_mm256_broadcast_ss(f + 0), _mm256_cvtepi32_ps(q5k_row(r0, aq, sd[0], sd[0] + 8)), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_broadcast_ss(f + 4), _mm256_cvtepi32_ps(q5k_row(r1, aq, sd[0] + 4, sd[0] + 12)), acc1);
+    acc2 = _mm256_fmadd_ps(_mm256_broadcast_ss(f + 2), _mm256_cvtepi32_ps(q5k_row(r2, aq, sd[1], sd[1] + 8)), acc2);
+    acc3 = _mm256_fmadd_ps(_mm256_broadcast_ss(f + 6), _mm256_cvtepi32_ps(q5k_row(r3, aq, sd[1] + 4, sd[1] + 12)), acc3);
     // [s0 s0 s2 s2 | s1 s1 s3 s3] halves of summ, then [s0 s2 s0 s2 | s1 s3 s1 s3].
     const __m256i t = _mm256_hadd_epi32(m01, m23);
     const __m256i msum = _mm256_hadd_epi32(t, t);
-    accm = _mm256_fmadd_ps(_mm256_permute_ps(f, _MM_SHUFFLE(3, 1, 3, 1)), _mm256_cvtepi32_ps(msum), accm);
+    accm = _mm256_fmadd_ps(_mm256_permute_ps(_mm256_load_ps(f), _MM_SHUFFLE(3, 1, 3, 1)), _mm256_cvtepi32_ps(msum), accm);
   }
   alignas(32) float l[8], mm[8];
   _mm256_store_ps(mm, accm);
@@ -431,13 +446,13 @@ inline void rowdot_tile_q5k_pairs(int64_t nb, const uint8_t* w0, const size_t* r
 }
 
 // gemm_rowdot<RowQ4K or RowQ5K, ...> with rowdot_tile_q4k_pairs (8 rows per tile) /
-// rowdot_tile_q5k_pairs (4 rows), the activations of each token prepared once, in this thread's
+// rowdot_tile_q5k_rows (4 rows), the activations of each token prepared once, in this thread's
 // kernel scratch. Always returns true (the same contract as gemm_rowdot, whose gather offsets
 // can be too far apart; these kernels gather nothing).
 template <bool kQ5K>
 bool gemm_rowdot_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                        int64_t n_tok, float* out, size_t out_stride) {
-  constexpr int kTile = kQ5K ? 4 : 8;
+  constexpr int kTile = kQ5K ? kQ5KTileRows : 8;
   const int64_t nb = k / kQK_K;
   const uint8_t* w8 = static_cast<const uint8_t*>(w);
   uint8_t* act = static_cast<uint8_t*>(detail::thread_scratch(static_cast<size_t>(nb) * kQ4KPairAct));
@@ -449,9 +464,11 @@ bool gemm_rowdot_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows
       size_t row_off[kTile];
       for (int r = 0; r < kTile; ++r) row_off[r] = static_cast<size_t>(std::min<int64_t>(r, nr - 1)) * w_stride;
       float res[kTile];
-      if constexpr (kQ5K)
-        rowdot_tile_q5k_pairs(nb, w8 + static_cast<size_t>(r0) * w_stride, row_off, w_stride, at, act, res);
-      else
+      if constexpr (kQ5K) {
+        const uint8_t* rows[kTile];
+        for (int r = 0; r < kTile; ++r) rows[r] = w8 + static_cast<size_t>(r0) * w_stride + row_off[r];
+        rowdot_tile_q5k_rows(nb, rows, kTile * w_stride, at, act, res);
+      } else
         rowdot_tile_q4k_pairs(nb, w8 + static_cast<size_t>(r0) * w_stride, row_off, w_stride, at, act, res);
       float* o = out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0);
       for (int64_t r = 0; r < nr; ++r) o[r] = res[r];
