@@ -154,3 +154,45 @@ TEST_CASE("repacked Q4_K (16-row groups) batches of 1..17 tokens return the plai
     }
   }
 }
+
+TEST_CASE("repacked Q6_K (16-row groups) batches of 1..17 tokens return the plain Q6_K gemm's bits on AVX-512 VNNI") {
+  if (kernels::detected_isa() < kernels::Isa::kAvx512 || !kernels::has_avx512_vnni()) return;
+  const KType* q6k = nullptr;
+  const auto types = all_ktypes();
+  for (const KType& kt : types)
+    if (kt.type == GgmlType::kQ6_K) q6k = &kt;
+  REQUIRE(q6k != nullptr);
+  // 3 super-blocks: even and odd ones (their layouts differ), 3 groups
+  const int64_t k = 768, n_rows = 48, nb = k / kernels::kQK_K;
+  const size_t row_bytes = static_cast<size_t>(nb) * sizeof(kernels::BlockQ6K);
+  for (bool quantized : {true, false}) {
+    std::vector<uint8_t> plain(row_bytes * n_rows), x16(row_bytes * n_rows), back(row_bytes * n_rows);
+    std::mt19937 gen(15);
+    const auto x = random_normal(static_cast<size_t>(n_rows * k), 16, 0.05f);
+    for (int64_t r = 0; r < n_rows; ++r) {
+      uint8_t* row = plain.data() + static_cast<size_t>(r) * row_bytes;
+      if (quantized) q6k->quantize(x.data() + r * k, row, k);
+      else fill_random_blocks(*q6k, row, nb, gen, 0.01f);
+    }
+    kernels::scalar::repack_q6_k_x16(plain.data(), x16.data(), n_rows, k);
+    kernels::scalar::unrepack_q6_k_x16(x16.data(), back.data(), n_rows, k);
+    REQUIRE(back == plain);
+    const int64_t max_tok = 17;
+    auto acts = random_normal(static_cast<size_t>(max_tok * k), 18);
+    for (int64_t i = 0; i < k; ++i) acts[static_cast<size_t>(2 * k + i)] = (i / 3) % 2 ? 100.0f : -100.0f;
+    Rows a(max_tok, static_cast<size_t>(nb) * sizeof(kernels::BlockQ8K), 7, 3);
+    for (int64_t t = 0; t < max_tok; ++t) kernels::scalar::quantize_q8_k(acts.data() + t * k, a.row(t), k);
+    std::vector<float> ref(static_cast<size_t>(max_tok * n_rows));
+    kernels::scalar::gemm_q6_k(k, plain.data(), row_bytes, n_rows, a.row(0), a.stride(), max_tok, ref.data(),
+                               static_cast<size_t>(n_rows));
+    for (int64_t n = 1; n <= max_tok; ++n) {
+      INFO((quantized ? "quantized" : "random bytes") << ", n_tok " << n);
+      std::vector<float> got(static_cast<size_t>(n * n_rows), -1.0f);
+      kernels::avx512::gemm_q6_k_x16_vnni(k, x16.data(), row_bytes, n_rows, a.row(0), a.stride(), n, got.data(),
+                                          static_cast<size_t>(n_rows));
+      int64_t mismatches = 0;
+      for (size_t i = 0; i < got.size(); ++i) mismatches += !same_bits(got[i], ref[i]);
+      CHECK(mismatches == 0);
+    }
+  }
+}
