@@ -17,9 +17,6 @@ void unrepack_q4_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
 // Q5_K: the same contract, layout kquant_q5k_x16.h.
 void repack_q5_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
 void unrepack_q5_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
-// Q6_K: the same contract, layout kquant_q6k_x16.h.
-void repack_q6_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
-void unrepack_q6_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
 }  // namespace scalar
 
 namespace avx512 {
@@ -38,10 +35,6 @@ void gemm_q4_k_x16_grouped_vnni(int64_t k, const void* w, size_t w_stride, int64
 void gemm_q5_k_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                    int64_t n_tok, float* out, size_t out_stride);
 void gemm_q5_k_x16_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                        int64_t n_tok, float* out, size_t out_stride);
-// Q6_K repacked (kquant_q6k_x16.h), bitwise the Q6_K gemm (llama.cpp's vec_dot lanes order);
-// AVX512-VNNI only (only where has_avx512_vnni()).
-void gemm_q6_k_x16_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                         int64_t n_tok, float* out, size_t out_stride);
 }  // namespace avx512
 

@@ -48,15 +48,6 @@ constexpr TypeOps with_q5k_x16(TypeOps ops, GemmFn gemm_repacked) {
   return ops;
 }
 
-// Q6_K with its 16-row load-time layout (kquant_q6k_x16.h), AVX-512 VNNI only.
-constexpr TypeOps with_q6k_x16(TypeOps ops, GemmFn gemm_repacked) {
-  ops.repack_rows = 16;
-  ops.repack = scalar::repack_q6_k_x16;
-  ops.unrepack = scalar::unrepack_q6_k_x16;
-  ops.gemm_repacked = gemm_repacked;
-  return ops;
-}
-
 constexpr TypeOps kAvx2[] = {
     weight_ops(GgmlType::kQ2_K, avx2::dequantize_q2_k, scalar::quantize_q2_k_ref, avx2::gemm_q2_k_lanes),
     weight_ops(GgmlType::kQ3_K, avx2::dequantize_q3_k, scalar::quantize_q3_k_ref, avx2::gemm_q3_k_lanes),
@@ -91,9 +82,7 @@ constexpr TypeOps kAvx512Vnni[] = {
     with_q5k_x16(weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref,
                             avx512::gemm_q5_k_vnni),
                  avx512::gemm_q5_k_x16_vnni),
-    with_q6k_x16(
-        weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_lanes_vnni),
-        avx512::gemm_q6_k_x16_vnni),
+    weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_lanes_vnni),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},
 };
 

@@ -105,11 +105,8 @@ int main(int argc, char** argv) {
     std::vector<float> out(static_cast<size_t>(s.n_rows * max_tok));
     const kernels::GemmFn gemm =
         grouped ? w_ops->gemm_grouped : w_ops->gemm_single ? w_ops->gemm_single : w_ops->gemm;
-    // Q4_K and Q6_K in their load-time 16-row layouts (what the engine multiplies; AVX512-VNNI).
-    if ((s.type == GgmlType::kQ4_K || s.type == GgmlType::kQ6_K) && kernels::has_avx512_vnni()) {
-      const bool q6 = s.type == GgmlType::kQ6_K;
-      const auto repack = q6 ? kernels::scalar::repack_q6_k_x16 : kernels::scalar::repack_q4_k_x16;
-      const auto unrepack = q6 ? kernels::scalar::unrepack_q6_k_x16 : kernels::scalar::unrepack_q4_k_x16;
+    // Q4_K in its load-time 16-row layout (what the engine multiplies; AVX512-VNNI).
+    if (s.type == GgmlType::kQ4_K && kernels::has_avx512_vnni()) {
       const size_t x16_bytes = (w_bytes * n_copies + (size_t{2} << 20)) & ~((size_t{2} << 20) - 1);
       // On 2 MiB pages, as the engine's WeightArena holds them.
       std::unique_ptr<uint8_t, decltype(&std::free)> x16_mem(
@@ -118,10 +115,10 @@ int main(int argc, char** argv) {
       std::span<uint8_t> x16(x16_mem.get(), x16_bytes);
       std::vector<uint8_t> plain(w_bytes);
       for (size_t c = 0; c < n_copies; ++c)
-        repack(copies.data() + c * w_bytes, x16.data() + c * w_bytes, s.n_rows, s.k);
+        kernels::scalar::repack_q4_k_x16(copies.data() + c * w_bytes, x16.data() + c * w_bytes, s.n_rows, s.k);
       auto via_unrepack = [&](int64_t k, const void* wx, size_t ws, int64_t nr, const void* act, size_t as,
                               int64_t n_tok, float* o, size_t os) {
-        unrepack(wx, plain.data(), nr, k);
+        kernels::scalar::unrepack_q4_k_x16(wx, plain.data(), nr, k);
         gemm(k, plain.data(), ws, nr, act, as, n_tok, o, os);
       };
       std::vector<std::pair<const char*, std::function<void(int64_t, const void*, size_t, int64_t, const void*,
@@ -131,7 +128,7 @@ int main(int argc, char** argv) {
         x16_kernels.emplace_back("x16 unrepacked + grouped", via_unrepack);
         x16_kernels.emplace_back("x16 grouped", kernels::avx512::gemm_q4_k_x16_grouped_vnni);
       } else {
-        x16_kernels.emplace_back("x16", q6 ? kernels::avx512::gemm_q6_k_x16_vnni : kernels::avx512::gemm_q4_k_x16_vnni);
+        x16_kernels.emplace_back("x16", kernels::avx512::gemm_q4_k_x16_vnni);
       }
       for (const auto& [label, fn] : x16_kernels) {
         for (int64_t nt : ntoks) {

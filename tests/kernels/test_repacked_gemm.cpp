@@ -1,4 +1,4 @@
-// Weights repacked at load (TypeOps::repack, 16-row groups; Q4_0, Q4_K, Q5_K and Q6_K): gemm_repacked on
+// Weights repacked at load (TypeOps::repack, 16-row groups; Q4_0, Q4_K and Q5_K): gemm_repacked on
 // the repacked bytes is bitwise the plain gemm (and the scalar reference) for every ISA variant,
 // shape and token count; unrepack inverts repack; MatmulDriver mixes repacked groups with plain
 // tail rows and sends rows that need another order (Q4_K's grouped rows) through a plain copy.
@@ -46,9 +46,6 @@ std::vector<Variant> repacked_variants(GgmlType type) {
       case GgmlType::kQ5_K:
         v.push_back({"avx512", k::avx512::gemm_q5_k_x16});
         if (vnni) v.push_back({"avx512 vnni", k::avx512::gemm_q5_k_x16_vnni});
-        break;
-      case GgmlType::kQ6_K:
-        if (vnni) v.push_back({"avx512 vnni", k::avx512::gemm_q6_k_x16_vnni});
         break;
       default: break;
     }
@@ -130,18 +127,8 @@ TEST_CASE("Q4_0 advertises the 16-row repack on AVX2 / AVX-512, Q4_K and Q5_K on
       CHECK(ops.gemm_repacked != nullptr);
     }
   }
-  for (GgmlType t : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ8_0})
+  for (GgmlType t : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ6_K})
     for (Isa isa : available_isas()) CHECK(ops_for(t, isa).repack_rows == 0);
-  // Q6_K: AVX-512 with VNNI only (its x16 kernel is dpbusd-based)
-  for (Isa isa : available_isas()) {
-    const auto& ops = ops_for(GgmlType::kQ6_K, isa);
-    if (isa == Isa::kAvx512 && kernels::has_avx512_vnni()) {
-      CHECK(ops.has_repacked_layout());
-      CHECK(ops.repack_rows == 16);
-    } else {
-      CHECK(ops.repack_rows == 0);
-    }
-  }
 }
 
 TEST_CASE("repacked Q4_0 gemm is bitwise the plain gemm for every variant and shape") {
@@ -157,62 +144,6 @@ TEST_CASE("repacked Q5_K gemm is bitwise the plain gemm for every variant and sh
   // token counts cover every pass size of the kernel (8, 4, 2, 1) and their mixes
   check_type(GgmlType::kQ5_K, {{16, 1, 256}, {16, 1, 2048}, {32, 2, 512}, {48, 3, 256}, {16, 5, 768}, {16, 7, 256},
                                {32, 8, 512}, {16, 15, 256}, {16, 17, 512}, {32, 1, 5632}});
-}
-
-TEST_CASE("repacked Q6_K gemm is bitwise the plain gemm for every variant and shape") {
-  // 1..17 tokens: every pass size of the kernel (8, 4, 2, 1) and their mixes; 1..22 super-blocks
-  check_type(GgmlType::kQ6_K, {{16, 1, 256}, {16, 1, 2048}, {32, 2, 512}, {48, 3, 256}, {16, 4, 768}, {16, 5, 768},
-                               {16, 6, 256}, {16, 7, 256}, {32, 8, 512}, {16, 9, 256}, {16, 12, 512}, {16, 15, 256},
-                               {16, 16, 256}, {16, 17, 512}, {32, 1, 5632}, {16, 8, 5632}});
-}
-
-TEST_CASE("repacked Q6_K gemm is bitwise the plain gemm on random bytes and extreme activations") {
-  const auto variants = repacked_variants(GgmlType::kQ6_K);
-  if (variants.empty()) return;
-  const auto& ops = ops_for(GgmlType::kQ6_K, kernels::detected_isa());
-  const auto& scalar = ops_for(GgmlType::kQ6_K, Isa::kScalar);
-  const int64_t n_rows = 32, n_tok = 11, k = 768;
-  const size_t w_stride = row_bytes(GgmlType::kQ6_K, k), a_stride = row_bytes(GgmlType::kQ8_K, k);
-  std::mt19937 rng(4343);
-  std::vector<uint8_t> w(w_stride * n_rows), a(a_stride * n_tok);
-  for (auto& b : w) b = static_cast<uint8_t>(rng());
-  for (auto& b : a) b = static_cast<uint8_t>(rng());
-  // finite scales: f16 d from small random values (random int8 sub-block scales, negative ones
-  // too); Q8_K d a small float
-  std::uniform_real_distribution<float> small(-0.01f, 0.01f);
-  for (int64_t r = 0; r < n_rows; ++r)
-    for (int64_t b = 0; b < k / 256; ++b) {
-      const uint16_t h = fp32_to_fp16(small(rng));
-      std::memcpy(w.data() + r * w_stride + b * 210 + 208, &h, 2);
-    }
-  for (int64_t t = 0; t < n_tok; ++t)
-    for (int64_t b = 0; b < k / 256; ++b) {
-      uint8_t* blk = a.data() + t * a_stride + b * 292;
-      const float d = small(rng);
-      std::memcpy(blk, &d, 4);
-      if (t == 0) std::memset(blk + 4, 0x80, 256);  // every activation -128
-      if (t == 1) std::memset(blk + 4, 0x7F, 256);  // every activation 127
-      if (t <= 1)  // bsums as Q8_K stores them: sums of 16 activations
-        for (int s = 0; s < 16; ++s) {
-          const int16_t v = static_cast<int16_t>(16 * (t == 0 ? -128 : 127));
-          std::memcpy(blk + 260 + 2 * s, &v, 2);
-        }
-    }
-  // every quant 63 in the first group's first super-block; scales -128 in rows 0..7, 127 in 8..15
-  for (int64_t r = 0; r < 16; ++r) {
-    std::memset(w.data() + r * w_stride, 0xFF, 192);
-    std::memset(w.data() + r * w_stride + 192, r < 8 ? 0x80 : 0x7F, 16);
-  }
-  std::vector<uint8_t> packed(w.size());
-  ops.repack(w.data(), packed.data(), n_rows, k);
-  std::vector<float> ref(static_cast<size_t>(n_rows * n_tok));
-  scalar.gemm(k, w.data(), w_stride, n_rows, a.data(), a_stride, n_tok, ref.data(), static_cast<size_t>(n_rows));
-  for (const Variant& v : variants) {
-    INFO(v.name);
-    std::vector<float> out(ref.size(), -1.0f);
-    v.gemm(k, packed.data(), w_stride, n_rows, a.data(), a_stride, n_tok, out.data(), static_cast<size_t>(n_rows));
-    CHECK(std::memcmp(out.data(), ref.data(), ref.size() * sizeof(float)) == 0);
-  }
 }
 
 TEST_CASE("repacked Q5_K gemm is bitwise the plain gemm on random bytes and extreme activations") {
@@ -259,7 +190,7 @@ TEST_CASE("repacked Q5_K gemm is bitwise the plain gemm on random bytes and extr
 }
 
 TEST_CASE("MatmulDriver runs repacked groups and plain tail rows with the plain results") {
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ5_K}) {
     const auto& ops = *kernels::find_type_ops(type, kernels::active_isa());
     if (ops.repack_rows == 0) continue;
     const int64_t n_rows = 16 * 5 + 7, k = type == GgmlType::kQ4_0 ? 320 : 512;
