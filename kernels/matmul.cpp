@@ -8,8 +8,6 @@
 namespace baton::kernels {
 namespace {
 
-// Below this many activation elements the caller converts them alone: waking the pool costs more.
-constexpr int64_t kParallelConvertMin = 1 << 15;
 // Output rows per chunk are a multiple of this (kernels process rows in small groups).
 constexpr int64_t kRowGranule = 16;
 
@@ -163,7 +161,9 @@ void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* ac
           conv[c].from_float(act + static_cast<size_t>(t) * act_stride,
                              static_cast<char*>(conv[c].dst) + static_cast<size_t>(t) * conv[c].row_bytes, k);
     };
-    if (n_tok * k < kParallelConvertMin || n_tok == 1) convert(0, 1);
+    // Split by token even when small: with the pool's polling a job costs ~1 us, less than one
+    // token's conversion, and the other thread would only wait.
+    if (n_tok == 1) convert(0, 1);
     else pool_.run(convert);
   }
 

@@ -58,6 +58,19 @@ Stage::Stage(std::shared_ptr<const gguf::GgufFile> file, const ModelConfig& conf
   attn_shape_.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
 }
 
+// Runs fn(t) for t = 0..n-1 (per-token row ops), split over the pool when there are several
+// tokens: each token's result is computed alone, so the split changes no bits.
+template <class Fn>
+void Stage::for_tokens(int64_t n, Fn&& fn) {
+  if (n < 2) {
+    for (int64_t t = 0; t < n; ++t) fn(t);
+    return;
+  }
+  pool_.run([&](int ith, int nth) {
+    for (int64_t t = ith; t < n; t += nth) fn(t);
+  }, static_cast<int>(std::min<int64_t>(n, pool_.n_threads())));
+}
+
 void Stage::ensure_scratch(int64_t n) {
   if (n <= scratch_tokens_) return;
   const auto& c = config_;
@@ -128,8 +141,9 @@ void Stage::attention_block(const LayerWeights& w, int64_t il, const TokenBatch&
   const int64_t n_embd = c.n_embd, q_dim = c.q_dim(), kv_dim = c.kv_dim();
 
   // attention norm
-  for (int64_t t = 0; t < n; ++t)
+  for_tokens(n, [&](int64_t t) {
     kernels::rms_norm(hidden + t * n_embd, w.attn_norm.data(), xb_.data() + t * n_embd, n_embd, c.rms_eps);
+  });
 
   // q, k, v projections (one pass over the input)
   const kernels::MatmulTarget qkv[3] = {
@@ -158,10 +172,10 @@ void Stage::attention_block(const LayerWeights& w, int64_t il, const TokenBatch&
   kernels::rope(rope_, batch.positions, k_.data(), c.n_head_kv, c.head_dim, static_cast<size_t>(kv_dim));
 
   // store k and v in the cache (f16)
-  for (int64_t t = 0; t < n; ++t) {
+  for_tokens(n, [&](int64_t t) {
     kernels::f32_to_f16(k_.data() + t * kv_dim, cache_.k_row(slots[t], il, batch.positions[t]), kv_dim);
     kernels::f32_to_f16(v_.data() + t * kv_dim, cache_.v_row(slots[t], il, batch.positions[t]), kv_dim);
-  }
+  });
 
   // causal attention over each token's own sequence
   attn_queries_.resize(static_cast<size_t>(n));
@@ -178,8 +192,9 @@ void Stage::attention_block(const LayerWeights& w, int64_t il, const TokenBatch&
 
   // output projection and residual
   matmul_.matmul(w.wo, att_.data(), n, proj_.data(), orders_);
-  for (int64_t t = 0; t < n; ++t)
+  for_tokens(n, [&](int64_t t) {
     kernels::add(hidden + t * n_embd, proj_.data() + t * n_embd, hidden + t * n_embd, n_embd);
+  });
 }
 
 void Stage::ffn_block(const LayerWeights& w, int64_t n, float* hidden, std::span<const kernels::RowOrder> orders) {
@@ -187,8 +202,9 @@ void Stage::ffn_block(const LayerWeights& w, int64_t n, float* hidden, std::span
   const int64_t n_embd = c.n_embd, n_ff = c.n_ff;
 
   // ffn norm
-  for (int64_t t = 0; t < n; ++t)
+  for_tokens(n, [&](int64_t t) {
     kernels::rms_norm(hidden + t * n_embd, w.ffn_norm.data(), xb_.data() + t * n_embd, n_embd, c.rms_eps);
+  });
 
   // gate and up projections, SwiGLU, down projection
   const kernels::MatmulTarget gate_up[2] = {
@@ -198,12 +214,15 @@ void Stage::ffn_block(const LayerWeights& w, int64_t n, float* hidden, std::span
   matmul_.matmul(gate_up, xb_.data(), static_cast<size_t>(n_embd), n, orders);
   // per row, as ggml does: the SIMD groups (and the libm tail) restart at every token, so a
   // token's result does not depend on the rows before it (batch invariance)
-  for (int64_t t = 0; t < n; ++t)
+  for_tokens(n, [&](int64_t t) {
     kernels::swiglu(gate_.data() + t * n_ff, up_.data() + t * n_ff, gate_.data() + t * n_ff, n_ff);
+  });
   matmul_.matmul(w.w_down, gate_.data(), n, proj_.data(), orders);
 
   // residual
-  kernels::add(hidden, proj_.data(), hidden, n * n_embd);
+  for_tokens(n, [&](int64_t t) {
+    kernels::add(hidden + t * n_embd, proj_.data() + t * n_embd, hidden + t * n_embd, n_embd);
+  });
 }
 
 }  // namespace baton

@@ -65,6 +65,9 @@ class Stage {
   // The model's last layer's FFN on the output rows only (see forward()).
   void last_ffn_block(const LayerWeights& w, const TokenBatch& batch, float* hidden);
   void ensure_scratch(int64_t n_tokens);
+  // fn(t) for every token t of a batch, split over the pool (per-token row ops only).
+  template <class Fn>
+  void for_tokens(int64_t n, Fn&& fn);
 
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig config_;
