@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "kernels/blocks_k.h"
+#include "kernels/prefetch_l2.h"
 
 namespace baton::kernels {
 namespace {  // NOLINT: one copy per ISA translation unit (different -march), never shared
@@ -39,15 +40,10 @@ namespace q4k_x16 {
 constexpr int64_t kRows = 16;
 constexpr size_t kGroupBlock = 2304;  // bytes of one super-block of a group
 constexpr size_t kScales = 64, kQuants = 256;
-// Weights are prefetched this many super-blocks ahead into L2 (_MM_HINT_T1): with several tokens
+// Weights are prefetched this many super-blocks ahead into L2 (prefetch_l2.h): with several tokens
 // the kernel is compute bound and the hardware prefetcher alone left it ~65 % slower from DRAM than
-// from cache (rows-bench gate/up, 8 tokens: 0.96 vs 0.58 ms); T1 prefetch gives the in-cache time.
-// T0 prefetch measured no gain on this Zen 4 VM.
-constexpr int64_t kPrefetchBlocks = 6;
-inline void prefetch_block(const uint8_t* p) {
-#pragma GCC unroll 36
-  for (size_t line = 0; line < kGroupBlock; line += 64) _mm_prefetch(reinterpret_cast<const char*>(p + line), _MM_HINT_T1);
-}
+// from cache (rows-bench gate/up, 8 tokens: 0.96 vs 0.58 ms); the prefetch gives the in-cache time.
+constexpr size_t kPrefetchBlocks = 6;
 
 inline int32_t load_i32(const uint8_t* p) {
   int32_t v;
@@ -197,7 +193,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
                u2 = load_unit(x + kScales + 2 * kUnit);
     const uint8_t* units = x + kQuants;
     const VecF dw = load_f16x(x), dmw = load_f16x(x + 32);
-    prefetch_block(x + kPrefetchBlocks * kGroupBlock);
+    prefetch_l2<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock);
     VecI sumi[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) sumi[t] = zero_i();

@@ -33,6 +33,7 @@
 #include <cstring>
 
 #include "kernels/blocks_k.h"
+#include "kernels/prefetch_l2.h"
 
 #ifndef __AVX512F__
 #error "kquant_q5k_x16.h is built for AVX-512 only"
@@ -128,11 +129,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* a, float* 
     // Several tokens make the pass compute bound: prefetch into L2 (see kquant_q4k_x16.h, which
     // measured T1 prefetch as the difference between DRAM and in-cache speed; one token is memory
     // bound and the hardware prefetcher does better alone).
-    if constexpr (NT >= 2) {
-#pragma GCC unroll 44
-      for (size_t line = 0; line < kGroupBlock; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(x + kPrefetchBlocks * kGroupBlock + line), _MM_HINT_T1);
-    }
+    if constexpr (NT >= 2) prefetch_l2<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock);
     const __m512i u0 = load_unit(x + kScales), u1 = load_unit(x + kScales + kUnit),
                   u2 = load_unit(x + kScales + 2 * kUnit);
     const ScaleBytes sb(u0, u1, u2);

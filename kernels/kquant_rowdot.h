@@ -24,6 +24,7 @@
 #include "kernels/kquant_rows256.h"
 #include "kernels/kernel_scratch.h"
 #include "kernels/kquant_unpack.h"
+#include "kernels/prefetch_l2.h"
 
 namespace baton::kernels::kq {
 namespace {
@@ -159,6 +160,14 @@ inline __m128i pack_low16(__m256i v) {
 #endif
 }
 
+// The same super-block of the next 8-row tile into L2.
+template <size_t kBytes>
+inline void prefetch_next_tile(const uint8_t* wb, size_t w_stride) {
+  const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + 8 * w_stride;
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) prefetch_l2<kBytes>(next + r * w_stride);
+}
+
 // One tile: 8 rows starting at w0, w_stride bytes apart (rows past n_rows repeat the last: their
 // byte offsets are `row_off`), one activation row a; res[r] = row r's result. While on
 // super-block b it prefetches super-block b of the rows 8 further (the tile walks 8 rows side by
@@ -175,12 +184,7 @@ void rowdot_tile(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_
   __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = w0 + static_cast<size_t>(b) * Fmt::kBytes;
-    // Integer arithmetic: the address may lie past the end of the weights (prefetches never fault).
-    const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + 8 * w_stride;
-#pragma GCC unroll 8
-    for (int r = 0; r < 8; ++r)
-      for (size_t line = 0; line < Fmt::kBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + line), _MM_HINT_T1);
+    prefetch_next_tile<Fmt::kBytes>(wb, w_stride);
     const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
     const __m256i bsums = load32(ab + offsetof(BlockQ8K, bsums));
     __m256i p[8], m[8];
@@ -279,17 +283,6 @@ inline __m256i q4k_pair(const uint8_t* wa, const uint8_t* wb, const uint8_t* act
   const __m256i mins = _mm256_shuffle_epi8(sm, _mm256_setr_epi8(4, z, 5, z, 6, z, 7, z, 12, z, 13, z, 14, z, 15, z,  //
                                                                 4, z, 5, z, 6, z, 7, z, 12, z, 13, z, 14, z, 15, z));
   return _mm256_hadd_epi32(p, _mm256_madd_epi16(mins, load32(act + 512)));
-}
-
-// The same super-block of the next kRows-row tile into L2. Integer arithmetic: the address may
-// lie past the end of the weights (prefetches never fault, a pointer there would be undefined).
-template <size_t kBytes, int kRows = 8>
-inline void prefetch_next_tile(const uint8_t* wb, size_t w_stride) {
-  const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + kRows * w_stride;
-#pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r)
-    for (size_t line = 0; line < kBytes; line += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + line), _MM_HINT_T1);
 }
 
 // rowdot_tile<RowQ4K, DotMaddubs> on activations prepared by q4k_pair_prepare (`act`; `a` is the
@@ -406,9 +399,7 @@ inline void rowdot_tile_q5k_rows(int64_t nb, const uint8_t* const* w, size_t ahe
   alignas(32) int32_t sd[2][16];
   alignas(32) float f[8];
   for (int64_t b = 0; b < nb; ++b, w0 += kBytes, w1 += kBytes, w2 += kBytes, w3 += kBytes) {
-    for (uintptr_t row : {w0, w1, w2, w3})
-      for (size_t line = 0; line < kBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(row + ahead + line), _MM_HINT_T1);
+    for (uintptr_t row : {w0, w1, w2, w3}) prefetch_l2<kBytes>(row + ahead);
     const uint8_t* r0 = reinterpret_cast<const uint8_t*>(w0);
     const uint8_t* r1 = reinterpret_cast<const uint8_t*>(w1);
     const uint8_t* r2 = reinterpret_cast<const uint8_t*>(w2);
@@ -447,10 +438,9 @@ inline void rowdot_tile_q5k_rows(int64_t nb, const uint8_t* const* w, size_t ahe
 
 // gemm_rowdot<RowQ4K or RowQ5K, ...> with rowdot_tile_q4k_pairs (8 rows per tile) /
 // rowdot_tile_q5k_rows (4 rows), the activations of each token prepared once, in this thread's
-// kernel scratch. Always returns true (the same contract as gemm_rowdot, whose gather offsets
-// can be too far apart; these kernels gather nothing).
+// kernel scratch. Unlike gemm_rowdot they gather nothing, so they take any row stride.
 template <bool kQ5K>
-bool gemm_rowdot_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+void gemm_rowdot_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                        int64_t n_tok, float* out, size_t out_stride) {
   constexpr int kTile = kQ5K ? kQ5KTileRows : 8;
   const int64_t nb = k / kQK_K;
@@ -474,7 +464,6 @@ bool gemm_rowdot_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows
       for (int64_t r = 0; r < nr; ++r) o[r] = res[r];
     }
   }
-  return true;
 }
 
 // Formats whose row kernel runs Order::kLanes of kquant_rows256.h (Q5_K: llama.cpp's vec_dot).
@@ -501,11 +490,7 @@ void rowdot_tile_lanes(int64_t nb, const uint8_t* w0, const size_t* row_off, siz
   __m256 accm = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = w0 + static_cast<size_t>(b) * Fmt::kBytes;
-    const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + 8 * w_stride;
-#pragma GCC unroll 8
-    for (int r = 0; r < 8; ++r)
-      for (size_t line = 0; line < Fmt::kBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + line), _MM_HINT_T1);
+    prefetch_next_tile<Fmt::kBytes>(wb, w_stride);
     const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
     const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
     const __m256i bsums = load32(ab + offsetof(BlockQ8K, bsums));

@@ -52,8 +52,7 @@ int spin_micros_from_env() {
 // gaps between jobs are bridged.
 bool poll_while(const std::atomic<uint32_t>& word, uint32_t expected, int& budget, int limit) {
   if (limit <= 0) return false;
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + std::chrono::microseconds(budget);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(budget);
   for (;;) {
     for (int i = 0; i < 32; ++i) {
       if (word.load(std::memory_order_acquire) != expected) {

@@ -2,10 +2,11 @@
 //
 // Design goals: a round trip (wake, run, join) of a few microseconds, and idle workers that
 // SLEEP on a futex instead of busy-polling: on machines whose vCPUs share a physical core a
-// spinning worker steals cycles from the one doing the work. The futex calls are made directly:
-// std::atomic::wait first spins with sched_yield, which made an idle round trip 4x slower
-// (16 us instead of 4 us) on the 2-vCPU development VM; spinning before sleeping was slower
-// still there (measured, see bench/kernel-bench).
+// spinning worker steals cycles from the one doing the work. Between the jobs of a pass a waiter
+// first polls (with pause) for a short adaptive budget, since waking a halted vCPU costs tens of
+// microseconds (thread_pool.cpp, kDefaultSpinMicros); idle longer, every thread sleeps. The futex
+// calls are made directly: std::atomic::wait spins with sched_yield, which made an idle round trip
+// 4x slower on the 2-vCPU development VM.
 // Non-goals: task queues, futures, work stealing. Kernels split their own work by (ith, nth),
 // statically or through an atomic chunk counter of their own.
 #pragma once
@@ -69,7 +70,7 @@ class ThreadPool {
   uint32_t generation_ = 0;       // last generation issued; guarded by run_mutex_
   alignas(64) std::atomic<uint32_t> pending_{0};  // workers still running the current job
   std::atomic<uint32_t> caller_sleeping_{0};      // run()'s caller sleeps on pending_
-  int spin_us_ = 0;                               // most polling, see kDefaultSpinMicros in thread_pool.cpp
+  int spin_us_ = 0;                               // polling budget limit (us), see kDefaultSpinMicros
   int caller_budget_ = 0;                         // the caller's adaptive polling budget (run_mutex_)
   std::atomic<bool> stop_{false};
 

@@ -71,6 +71,22 @@ void Stage::for_tokens(int64_t n, Fn&& fn) {
   }, static_cast<int>(std::min<int64_t>(n, pool_.n_threads())));
 }
 
+// xb_ rows = RMSNorm(hidden rows) * weight, per token.
+void Stage::norm_rows(int64_t n, const float* hidden, const std::vector<float>& weight) {
+  const int64_t n_embd = config_.n_embd;
+  for_tokens(n, [&](int64_t t) {
+    kernels::rms_norm(hidden + t * n_embd, weight.data(), xb_.data() + t * n_embd, n_embd, config_.rms_eps);
+  });
+}
+
+// hidden rows += proj_ rows.
+void Stage::add_residual(int64_t n, float* hidden) {
+  const int64_t n_embd = config_.n_embd;
+  for_tokens(n, [&](int64_t t) {
+    kernels::add(hidden + t * n_embd, proj_.data() + t * n_embd, hidden + t * n_embd, n_embd);
+  });
+}
+
 void Stage::ensure_scratch(int64_t n) {
   if (n <= scratch_tokens_) return;
   const auto& c = config_;
@@ -140,10 +156,7 @@ void Stage::attention_block(const LayerWeights& w, int64_t il, const TokenBatch&
   const int64_t n = static_cast<int64_t>(batch.size());
   const int64_t n_embd = c.n_embd, q_dim = c.q_dim(), kv_dim = c.kv_dim();
 
-  // attention norm
-  for_tokens(n, [&](int64_t t) {
-    kernels::rms_norm(hidden + t * n_embd, w.attn_norm.data(), xb_.data() + t * n_embd, n_embd, c.rms_eps);
-  });
+  norm_rows(n, hidden, w.attn_norm);
 
   // q, k, v projections (one pass over the input)
   const kernels::MatmulTarget qkv[3] = {
@@ -192,19 +205,14 @@ void Stage::attention_block(const LayerWeights& w, int64_t il, const TokenBatch&
 
   // output projection and residual
   matmul_.matmul(w.wo, att_.data(), n, proj_.data(), orders_);
-  for_tokens(n, [&](int64_t t) {
-    kernels::add(hidden + t * n_embd, proj_.data() + t * n_embd, hidden + t * n_embd, n_embd);
-  });
+  add_residual(n, hidden);
 }
 
 void Stage::ffn_block(const LayerWeights& w, int64_t n, float* hidden, std::span<const kernels::RowOrder> orders) {
   const auto& c = config_;
   const int64_t n_embd = c.n_embd, n_ff = c.n_ff;
 
-  // ffn norm
-  for_tokens(n, [&](int64_t t) {
-    kernels::rms_norm(hidden + t * n_embd, w.ffn_norm.data(), xb_.data() + t * n_embd, n_embd, c.rms_eps);
-  });
+  norm_rows(n, hidden, w.ffn_norm);
 
   // gate and up projections, SwiGLU, down projection
   const kernels::MatmulTarget gate_up[2] = {
@@ -219,10 +227,7 @@ void Stage::ffn_block(const LayerWeights& w, int64_t n, float* hidden, std::span
   });
   matmul_.matmul(w.w_down, gate_.data(), n, proj_.data(), orders);
 
-  // residual
-  for_tokens(n, [&](int64_t t) {
-    kernels::add(hidden + t * n_embd, proj_.data() + t * n_embd, hidden + t * n_embd, n_embd);
-  });
+  add_residual(n, hidden);
 }
 
 }  // namespace baton

@@ -68,6 +68,8 @@ class Stage {
   // fn(t) for every token t of a batch, split over the pool (per-token row ops only).
   template <class Fn>
   void for_tokens(int64_t n, Fn&& fn);
+  void norm_rows(int64_t n, const float* hidden, const std::vector<float>& weight);  // into xb_
+  void add_residual(int64_t n, float* hidden);                                        // += proj_
 
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig config_;

@@ -1,0 +1,25 @@
+// Prefetch of a weight block into L2 (_MM_HINT_T1), for kernels that stream weights from DRAM.
+// On the 2-vCPU Zen 4 dev VM, T1 prefetch ahead of a compute-bound multi-token pass gave it its
+// in-cache speed while T0 prefetch gave nothing (docs/BENCHMARKS.md, session 6). The address is an
+// integer: callers prefetch ahead of where they read, which may lie past the end of the weights
+// (prefetches never fault; a pointer there would be undefined).
+// Included by ISA translation units; internal linkage keeps each one's copy.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace baton::kernels {
+namespace {  // NOLINT: one copy per ISA translation unit
+
+// The cache lines of [addr, addr + kBytes).
+template <size_t kBytes>
+inline void prefetch_l2(uintptr_t addr) {
+#pragma GCC unroll 64
+  for (size_t line = 0; line < kBytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(addr + line), _MM_HINT_T1);
+}
+
+}  // namespace
+}  // namespace baton::kernels
