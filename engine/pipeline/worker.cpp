@@ -27,7 +27,20 @@ struct Worker::Load {
   std::string next_name;
   net::DType activations = net::DType::kF32;  // what this stage sends on
   int max_sequences = 1;
+  // Forwards and ResetSequences that reached this stage before its Commit, in arrival order:
+  // the Commit comes straight from the coordinator while they come through the earlier stages,
+  // and two TCP connections keep no order between them.
+  std::vector<net::Incoming> held;
 };
+
+namespace {
+// More than any coordinator keeps in flight; beyond it the sender is not waiting for a Commit.
+constexpr size_t kMaxHeldBeforeCommit = 256;
+
+bool is_chain_message(const net::Message& m) {
+  return std::holds_alternative<net::Forward>(m) || std::holds_alternative<net::ResetSequence>(m);
+}
+}  // namespace
 
 Worker::Worker(WorkerOptions options) : options_(std::move(options)) {
   net::NodeOptions no;
@@ -63,17 +76,28 @@ void Worker::run() {
         release("coordinator disconnected");
       continue;
     }
-    try {
-      handle(*in);
-    } catch (const std::exception& e) {
-      // Never lets a request kill the worker: tell the sender and go on.
-      spdlog::error("{}: {} from {} failed: {}", options_.node_id, net::message_name(in->message),
-                    in->connection->peer().address, e.what());
-      report(in->connection, static_cast<uint32_t>(ErrorCode::kBadRequest),
-             fmt::format("node {}: {} failed: {}", options_.node_id, net::message_name(in->message), e.what()));
-    }
+    dispatch(*in);
   }
   release("worker stopping");
+}
+
+void Worker::dispatch(net::Incoming& in) {
+  try {
+    if (load_ && !load_->committed && is_chain_message(in.message)) {
+      if (load_->held.size() >= kMaxHeldBeforeCommit)
+        fail("{} {} messages arrived before load {} was committed", net::message_name(in.message),
+             load_->held.size() + 1, load_->load_id);
+      load_->held.push_back(std::move(in));
+      return;
+    }
+    handle(in);
+  } catch (const std::exception& e) {
+    // Never lets a request kill the worker: tell the sender and go on.
+    spdlog::error("{}: {} from {} failed: {}", options_.node_id, net::message_name(in.message),
+                  in.connection->peer().address, e.what());
+    report(in.connection, static_cast<uint32_t>(ErrorCode::kBadRequest),
+           fmt::format("node {}: {} failed: {}", options_.node_id, net::message_name(in.message), e.what()));
+  }
 }
 
 void Worker::report(const net::ConnectionPtr& from, uint32_t code, const std::string& message) {
@@ -102,6 +126,10 @@ void Worker::handle(net::Incoming& in) {
             load_->committed = true;
             spdlog::info("{}: load {} committed, serving layers {}..{}", options_.node_id, m.load_id,
                          load_->stage->first_layer(), load_->stage->last_layer() - 1);
+            auto held = std::move(load_->held);
+            if (!held.empty())
+              spdlog::info("{}: running {} messages that arrived before the Commit", options_.node_id, held.size());
+            for (auto& h : held) dispatch(h);
           } else {
             report(from, static_cast<uint32_t>(ErrorCode::kBadRequest),
                    fmt::format("node {}: Commit of unknown load {}", options_.node_id, m.load_id));

@@ -64,6 +64,9 @@ class Worker {
  private:
   struct Load;
   void run();
+  // handle() behind the guard that holds chain messages until the Commit and turns any
+  // exception into an ErrorReport.
+  void dispatch(net::Incoming& in);
   void handle(net::Incoming& in);
   // The re-adoption above; true when it answered Ready.
   bool try_readopt(const net::Prepare& p, const net::ConnectionPtr& from);

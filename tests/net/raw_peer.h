@@ -74,6 +74,13 @@ class RawSocket {
   }
 
   std::optional<Message> recv_message() {
+    auto f = recv_frame();
+    if (!f) return std::nullopt;
+    return std::move(f->first);
+  }
+
+  // The next frame's message and body bytes.
+  std::optional<std::pair<Message, std::vector<uint8_t>>> recv_frame() {
     auto prefix = recv_bytes(kPrefixBytes);
     if (!prefix) return std::nullopt;
     auto p = parse_prefix(std::span<const uint8_t, kPrefixBytes>(prefix->data(), kPrefixBytes),
@@ -84,7 +91,7 @@ class RawSocket {
     std::vector<uint8_t> header(rest->begin(), rest->begin() + p->header_bytes);
     auto m = decode_header(header, p->body_bytes);
     if (!m) return std::nullopt;
-    return *m;
+    return std::pair{std::move(*m), std::vector<uint8_t>(rest->begin() + p->header_bytes, rest->end())};
   }
 
   // True if the peer closes the connection within the receive timeout (data before the EOF

@@ -13,11 +13,14 @@
 
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
+#include "engine/model/model_config.h"
 #include "engine/pipeline/cluster.h"
 #include "engine/pipeline/wire.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/local_model.h"
 #include "fixtures.h"
+#include "gguf/gguf_file.h"
+#include "gguf/model_identity.h"
 #include "net/raw_peer.h"
 #include "worker_process.h"
 
@@ -309,4 +312,64 @@ TEST_CASE("a refused Forward is reported naming the node and the worker keeps se
   cluster.layers().reset_sequence(1);
   baton::Generator g(cluster.head(), cluster.layers());
   require_same(reference(model, 8), g.generate(1, prompt_of(cluster.tokenizer()), greedy(8)).steps);
+}
+
+// The Commit comes straight from the coordinator, Forwards through the earlier stages: on two
+// TCP connections a Forward can arrive first (seen under ASan in CI). It must wait for the
+// Commit, keep its place in the order, and give the same bits as one sent after it.
+TEST_CASE("Forwards that overtake the Commit wait for it, in order, with the same result", "[pipeline]") {
+  namespace net = baton::net;
+  const std::string model = baton::test::shared_path("models/stories260K.gguf");
+  WorkerProcess w("node-01", model, {"--insecure"});
+  auto raw = net::test::RawSocket::connect_to(w.port());
+  REQUIRE(raw.handshake("coordinator", ""));
+  // Skips the clock probes the worker sends on every link.
+  auto next = [&raw]() -> std::pair<net::Message, std::vector<uint8_t>> {
+    for (int i = 0; i < 1000; ++i) {
+      auto f = raw.recv_frame();
+      if (!f) FAIL("the worker sent nothing or closed the connection");
+      if (std::holds_alternative<net::Ready>(f->first) || std::holds_alternative<net::Hidden>(f->first) ||
+          std::holds_alternative<net::ErrorReport>(f->first) || std::holds_alternative<net::Failed>(f->first))
+        return std::move(*f);
+    }
+    FAIL("no answer among 1000 frames");
+    return {};
+  };
+  net::Prepare p;
+  p.load_id = 7;
+  const auto file = baton::gguf::GgufFile::open(model);
+  p.model_identity = baton::gguf::model_identity(*file);
+  p.layer_first = 0;
+  p.layer_last = 4;
+  p.options = {{baton::pipeline::kOptionNCtx, "32"}, {baton::pipeline::kOptionMaxSequences, "4"}};
+  REQUIRE(raw.send_message(p));
+  REQUIRE(std::holds_alternative<net::Ready>(next().first));
+
+  const auto n_embd = static_cast<size_t>(baton::ModelConfig::from_metadata(file->metadata()).n_embd);
+  std::vector<float> row(n_embd);
+  for (size_t i = 0; i < n_embd; ++i) row[i] = 0.01f * static_cast<float>(i % 17) - 0.05f;
+  auto send_forward = [&](uint64_t micro_batch, uint32_t seq) {
+    auto t = baton::pipeline::make_f32_tensor(row.data(), 1, n_embd);
+    std::vector<uint8_t> body(t.body.bytes().begin(), t.body.bytes().end());
+    REQUIRE(raw.send_message(net::Forward{micro_batch, {{seq, 0, true}}, t.ref}, body));
+  };
+  send_forward(1, 0);  // before the Commit
+  send_forward(2, 1);
+  REQUIRE(raw.send_message(net::Commit{7}));
+  send_forward(3, 2);  // after it
+
+  std::vector<std::vector<uint8_t>> rows;
+  for (uint64_t id = 1; id <= 3; ++id) {
+    auto [m, body] = next();
+    INFO("answer " << id << ": " << net::message_name(m));
+    REQUIRE(std::holds_alternative<net::Hidden>(m));
+    const auto& h = std::get<net::Hidden>(m);
+    CHECK(h.micro_batch_id == id);
+    REQUIRE(h.hidden.bytes == n_embd * sizeof(float));
+    rows.emplace_back(body.begin() + static_cast<ptrdiff_t>(h.hidden.offset),
+                      body.begin() + static_cast<ptrdiff_t>(h.hidden.offset + h.hidden.bytes));
+  }
+  CHECK(rows[0] == rows[2]);  // same input, each a fresh sequence at position 0: bitwise
+  CHECK(rows[1] == rows[2]);
+  CHECK(w.log().find("arrived before the Commit") != std::string::npos);
 }
