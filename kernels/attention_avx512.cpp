@@ -9,6 +9,7 @@
 #include "engine/base/fp16.h"
 #include "kernels/attention.h"
 #include "kernels/attention_internal.h"
+#include "kernels/prefetch_l2.h"
 
 namespace baton::kernels::avx2 {
 // ggml's AVX2 ggml_v_expf, lane for lane (ops_avx2.cpp).
@@ -18,10 +19,13 @@ __m256 ggml_v_expf(__m256 x);
 namespace baton::kernels::avx512 {
 namespace {
 
+#include "kernels/expf_glibc.inc"
 #include "kernels/attention_onechunk.inc"
 #include "kernels/attention_tiled.inc"
 
 }  // namespace
+
+void expf_glibc(const float* x, float* y, int64_t n) { expf_glibc_n(x, y, n); }
 
 void attend(const AttentionTask& t) {
   if (t.tiled) return attend_tiled_simd(t);

@@ -32,7 +32,7 @@ struct AttentionTask {
 constexpr int64_t kAttentionKvTile = 64;
 
 // one_chunk: per head q and the accumulator (head_dim rounded up to 16 each), the running max
-// and sum; tiled: per head the accumulator, the tile's scores, max and sum, plus one K tile
+// and sum, and the current position's score and exponential; tiled: per head the accumulator, the tile's scores, max and sum, plus one K tile
 // transposed to f32. (The kernels use no more than this.)
 inline size_t attention_scratch_floats(int64_t n_heads, int64_t head_dim) {
   const size_t d = static_cast<size_t>((head_dim + 15) / 16 * 16);
@@ -58,5 +58,9 @@ using AttendFn = void (*)(const AttentionTask& t);
 namespace scalar { void attend(const AttentionTask& t); }
 namespace avx2 { void attend(const AttentionTask& t); }
 namespace avx512 { void attend(const AttentionTask& t); }
+
+// y[i] = std::exp(x[i]), bitwise as glibc's expf computes it (expf_glibc.inc).
+namespace avx2 { void expf_glibc(const float* x, float* y, int64_t n); }
+namespace avx512 { void expf_glibc(const float* x, float* y, int64_t n); }
 
 }  // namespace baton::kernels

@@ -21,5 +21,11 @@ inline void prefetch_l2(uintptr_t addr) {
   for (size_t line = 0; line < kBytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(addr + line), _MM_HINT_T1);
 }
 
+// The cache lines of [addr, addr + bytes), for a length known only at run time.
+inline void prefetch_l2_range(uintptr_t addr, size_t bytes) {
+  for (uintptr_t line = addr & ~uintptr_t{63}; line < addr + bytes; line += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+}
+
 }  // namespace
 }  // namespace baton::kernels
