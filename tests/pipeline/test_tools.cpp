@@ -83,7 +83,7 @@ TEST_CASE("engine-bench --config prints the measured per-stage and per-hop table
   auto w = spawn_workers(model, 2);
   const std::string yaml = write_yaml(cluster_yaml(model, {{w[0].get(), 0, 1}, {w[1].get(), 2, 4}}, "insecure: true",
                                                    5, 20, "activations: f16"));
-  Tool bench("engine-bench", {"--config", yaml, "-p", "16", "-n", "8", "-r", "2", "-t", "1"});
+  Tool bench("engine-bench", {"--config", yaml, "-p", "16", "-n", "8", "-r", "2", "-t", "1", "-d", "0,20"});
   const int rc = bench.wait(std::chrono::seconds(60));
   const std::string out = bench.out();
   INFO(out << bench.err());
@@ -96,6 +96,8 @@ TEST_CASE("engine-bench --config prints the measured per-stage and per-hop table
           std::string::npos);
     CHECK(out.find(fmt::format("# {}: network, all 3 hops: ", test)) != std::string::npos);
   }
+  CHECK(out.find(fmt::format("# tg8 @ d20: stage node-02 (127.0.0.1:{}, layers 2-4): compute ", w[1]->port())) !=
+        std::string::npos);
   // stories260K: n_embd 64, f16 = 128 bytes per token on the hops that carry every token.
   CHECK(out.find("# tg8: hop coordinator -> node-01: 128 bytes/token (f16)") != std::string::npos);
   CHECK(out.find("# tg8: hop node-01 -> node-02: 128 bytes/token (f16)") != std::string::npos);
@@ -126,4 +128,23 @@ TEST_CASE("engine-coordinator --config loads the cluster and stops cleanly on SI
   // The workers saw the coordinator go and released the load.
   CHECK(baton::test::WorkerProcess::eventually_contains(*w[0], "releasing load"));
   CHECK(baton::test::WorkerProcess::eventually_contains(*w[1], "releasing load"));
+}
+
+TEST_CASE("engine-bench -d runs every test after a context of that depth, named as llama-bench names it",
+          "[pipeline]") {
+  const std::string model = baton::test::shared_path("models/stories260K.gguf");
+  Tool bench("engine-bench", {"-m", model, "-p", "16", "-n", "4", "-r", "2", "-t", "1", "-d", "0,300", "-o", "json"});
+  REQUIRE(bench.wait(std::chrono::seconds(60)) == 0);
+  INFO(bench.out() << bench.err());
+  const auto results = nlohmann::json::parse(bench.out());
+  std::vector<std::pair<std::string, int>> seen;
+  for (const auto& r : results) {
+    seen.emplace_back(r["test"].get<std::string>(), r["n_depth"].get<int>());
+    CHECK(r["avg_ts"].get<double>() > 0);
+  }
+  const std::vector<std::pair<std::string, int>> expected = {
+      {"pp16", 0}, {"tg4", 0}, {"pp16 @ d300", 300}, {"tg4 @ d300", 300}};
+  CHECK(seen == expected);
+  // The context is real: 300 positions of attention (stories260K's context is 512) cost time.
+  CHECK(results[3]["avg_ts"].get<double>() < results[1]["avg_ts"].get<double>());
 }

@@ -1,11 +1,13 @@
 // engine-bench: prompt-processing and generation speed, printed like llama-bench so tools
 // that read its tables read ours:
-//   engine-bench -m FILE -p 128 -n 64 -t 2 [-r 5] [-o md|json]
+//   engine-bench -m FILE -p 128 -n 64 -t 2 [-d 0,2048] [-r 5] [-o md|json]
 //   engine-bench --config cluster.yaml ...   (layers on the cluster; adds, measured, per-stage
 //                                             compute ms, per-hop bytes and the hops' network ms
 //                                             per token)
 // ppN: one batch of N prompt tokens through every layer (logits of the last only);
 // tgN: N single-token steps from an empty context, each with its logits.
+// -d D (as llama-bench's -d): both start after D context tokens ("pp512 @ d2048"), which are
+// filled once per depth, untimed; every repetition rewrites the positions after them.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -28,7 +30,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
   std::string model, config, output = "md";
-  std::vector<int> n_prompt = {128}, n_gen = {64}, threads = {0};
+  std::vector<int> n_prompt = {128}, n_gen = {64}, threads = {0}, n_depth = {0};
   int reps = 5;
   bool mmap = false;  // keep weights in the file mapping
 };
@@ -56,30 +58,39 @@ class Bench {
  public:
   Bench(ModelView m) : m_(m), rng_(42) {}
 
-  // Seconds for one batch of n prompt tokens from position 0.
+  // Empties the context and fills positions [0, depth) with random tokens, in batches.
+  void set_depth(int depth) {
+    m_.layers.reset_sequence(1);
+    for (int first = 0; first < depth; first += kFillBatch) {
+      const int n = std::min(kFillBatch, depth - first);
+      auto tokens = random_tokens(n);
+      baton::TokenBatch batch;
+      for (int i = 0; i < n; ++i) batch.add(1, first + i, i + 1 == n);
+      run(batch, tokens);
+    }
+    depth_ = depth;
+  }
+
+  // Seconds for one batch of n prompt tokens after the context.
   double prompt(int n) {
     auto tokens = random_tokens(n);
     baton::TokenBatch batch;
-    for (int i = 0; i < n; ++i) batch.add(1, i, i + 1 == n);
+    for (int i = 0; i < n; ++i) batch.add(1, depth_ + i, i + 1 == n);
     auto t0 = Clock::now();
     run(batch, tokens);
-    double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    m_.layers.reset_sequence(1);
-    return s;
+    return std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
-  // Seconds for n single-token steps from position 0.
+  // Seconds for n single-token steps after the context.
   double generate(int n) {
     auto tokens = random_tokens(n);
     auto t0 = Clock::now();
     for (int i = 0; i < n; ++i) {
       baton::TokenBatch batch;
-      batch.add(1, i, true);
+      batch.add(1, depth_ + i, true);
       run(batch, std::span<const int32_t>(&tokens[i], 1));
     }
-    double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    m_.layers.reset_sequence(1);
-    return s;
+    return std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
  private:
@@ -97,8 +108,10 @@ class Bench {
     m_.head.logits(out_.data(), static_cast<int64_t>(batch.n_outputs()), logits_.data());
   }
 
+  static constexpr int kFillBatch = 512;
   ModelView m_;
   std::mt19937 rng_;
+  int depth_ = 0;
   std::vector<float> hidden_, out_, logits_;
 };
 
@@ -192,6 +205,9 @@ int main(int argc, char** argv) {
   app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens (pp tests)")->delimiter(',');
   app.add_option("-n,--n-gen", o.n_gen, "generated tokens (tg tests)")->delimiter(',');
   app.add_option("-t,--threads", o.threads, "threads (0 = all cores)")->delimiter(',');
+  app.add_option("-d,--n-depth", o.n_depth, "context tokens before each test (filled once, untimed)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("-r,--repetitions", o.reps, "repetitions per test")->check(CLI::Range(1, 1000));
   app.add_flag("--mmap", o.mmap, "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
   app.add_option("-o,--output", o.output, "md or json")->check(CLI::IsMember({"md", "json"}));
@@ -209,7 +225,7 @@ int main(int argc, char** argv) {
       if (o.mmap) lo.placement = baton::WeightPlacement::kMapped;
       int max_tokens = std::max(*std::max_element(o.n_prompt.begin(), o.n_prompt.end()),
                                 *std::max_element(o.n_gen.begin(), o.n_gen.end()));
-      lo.n_ctx = std::max(256, max_tokens + 16);
+      lo.n_ctx = std::max(256, *std::max_element(o.n_depth.begin(), o.n_depth.end()) + max_tokens + 16);
       std::unique_ptr<baton::LocalModel> local;
       std::unique_ptr<baton::pipeline::Cluster> cluster;
       if (!o.config.empty()) {
@@ -240,7 +256,9 @@ int main(int argc, char** argv) {
       uint64_t n_params = 0;
       for (const auto& t : file.tensors()) n_params += t.n_elements();
       bench.generate(2);  // warm up: page in the weights, spin up the pool
-      auto report = [&](const std::string& test, int n, std::vector<double> seconds) {
+      int depth = 0;
+      auto report = [&](std::string test, int n, std::vector<double> seconds) {
+        if (depth > 0) test += fmt::format(" @ d{}", depth);
         std::vector<double> tps;
         for (double s : seconds) tps.push_back(n / s);
         Stats st = stats(tps);
@@ -255,24 +273,29 @@ int main(int argc, char** argv) {
         }
         results.push_back({{"model", o.model}, {"model_type", model_type(file, mconfig)}, {"size", size},
                            {"params", n_params}, {"threads", nth}, {"test", test}, {"avg_ts", st.mean},
-                           {"stddev_ts", st.sd}, {"samples_ts", tps},
+                           {"stddev_ts", st.sd}, {"samples_ts", tps}, {"n_depth", depth},
                            {"layer_weight_gbps", test.rfind("tg", 0) == 0 ? weight_bytes * st.mean / 1e9 : 0.0}});
       };
-      for (int p : o.n_prompt) {
-        if (p <= 0) continue;
-        std::vector<double> s;
-        const auto before = cluster ? cluster->metrics() : baton::pipeline::ClusterMetrics{};
-        for (int r = 0; r < o.reps; ++r) s.push_back(bench.prompt(p));
-        report(fmt::format("pp{}", p), p, s);
-        if (cluster) print_stage_stats(fmt::format("pp{}", p), *cluster, before, results.back(), o.output == "md");
-      }
-      for (int n : o.n_gen) {
-        if (n <= 0) continue;
-        std::vector<double> s;
-        const auto before = cluster ? cluster->metrics() : baton::pipeline::ClusterMetrics{};
-        for (int r = 0; r < o.reps; ++r) s.push_back(bench.generate(n));
-        report(fmt::format("tg{}", n), n, s);
-        if (cluster) print_stage_stats(fmt::format("tg{}", n), *cluster, before, results.back(), o.output == "md");
+      for (int d : o.n_depth) {
+        depth = d;
+        bench.set_depth(d);
+        const std::string at = d > 0 ? fmt::format(" @ d{}", d) : "";
+        for (int p : o.n_prompt) {
+          if (p <= 0) continue;
+          std::vector<double> s;
+          const auto before = cluster ? cluster->metrics() : baton::pipeline::ClusterMetrics{};
+          for (int r = 0; r < o.reps; ++r) s.push_back(bench.prompt(p));
+          report(fmt::format("pp{}", p), p, s);
+          if (cluster) print_stage_stats(fmt::format("pp{}{}", p, at), *cluster, before, results.back(), o.output == "md");
+        }
+        for (int n : o.n_gen) {
+          if (n <= 0) continue;
+          std::vector<double> s;
+          const auto before = cluster ? cluster->metrics() : baton::pipeline::ClusterMetrics{};
+          for (int r = 0; r < o.reps; ++r) s.push_back(bench.generate(n));
+          report(fmt::format("tg{}", n), n, s);
+          if (cluster) print_stage_stats(fmt::format("tg{}{}", n, at), *cluster, before, results.back(), o.output == "md");
+        }
       }
     }
     struct rusage ru;
