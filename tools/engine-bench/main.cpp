@@ -257,8 +257,7 @@ int main(int argc, char** argv) {
       for (const auto& t : file.tensors()) n_params += t.n_elements();
       bench.generate(2);  // warm up: page in the weights, spin up the pool
       int depth = 0;
-      auto report = [&](std::string test, int n, std::vector<double> seconds) {
-        if (depth > 0) test += fmt::format(" @ d{}", depth);
+      auto report = [&](const std::string& test, int n, std::vector<double> seconds) {
         std::vector<double> tps;
         for (double s : seconds) tps.push_back(n / s);
         Stats st = stats(tps);
@@ -276,26 +275,22 @@ int main(int argc, char** argv) {
                            {"stddev_ts", st.sd}, {"samples_ts", tps}, {"n_depth", depth},
                            {"layer_weight_gbps", test.rfind("tg", 0) == 0 ? weight_bytes * st.mean / 1e9 : 0.0}});
       };
+      // One test ("pp128", "tg64 @ d2048"): its repetitions, its table row and, on a cluster,
+      // its per-stage and per-hop lines.
+      auto run_test = [&](const char* kind, int n, auto&& once) {
+        if (n <= 0) return;
+        std::vector<double> s;
+        const auto before = cluster ? cluster->metrics() : baton::pipeline::ClusterMetrics{};
+        for (int r = 0; r < o.reps; ++r) s.push_back(once(n));
+        const std::string test = fmt::format("{}{}{}", kind, n, depth > 0 ? fmt::format(" @ d{}", depth) : "");
+        report(test, n, s);
+        if (cluster) print_stage_stats(test, *cluster, before, results.back(), o.output == "md");
+      };
       for (int d : o.n_depth) {
         depth = d;
         bench.set_depth(d);
-        const std::string at = d > 0 ? fmt::format(" @ d{}", d) : "";
-        for (int p : o.n_prompt) {
-          if (p <= 0) continue;
-          std::vector<double> s;
-          const auto before = cluster ? cluster->metrics() : baton::pipeline::ClusterMetrics{};
-          for (int r = 0; r < o.reps; ++r) s.push_back(bench.prompt(p));
-          report(fmt::format("pp{}", p), p, s);
-          if (cluster) print_stage_stats(fmt::format("pp{}{}", p, at), *cluster, before, results.back(), o.output == "md");
-        }
-        for (int n : o.n_gen) {
-          if (n <= 0) continue;
-          std::vector<double> s;
-          const auto before = cluster ? cluster->metrics() : baton::pipeline::ClusterMetrics{};
-          for (int r = 0; r < o.reps; ++r) s.push_back(bench.generate(n));
-          report(fmt::format("tg{}", n), n, s);
-          if (cluster) print_stage_stats(fmt::format("tg{}{}", n, at), *cluster, before, results.back(), o.output == "md");
-        }
+        for (int p : o.n_prompt) run_test("pp", p, [&](int count) { return bench.prompt(count); });
+        for (int n : o.n_gen) run_test("tg", n, [&](int count) { return bench.generate(count); });
       }
     }
     struct rusage ru;
