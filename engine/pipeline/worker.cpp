@@ -85,8 +85,8 @@ void Worker::dispatch(net::Incoming& in) {
   try {
     if (load_ && !load_->committed && is_chain_message(in.message)) {
       if (load_->held.size() >= kMaxHeldBeforeCommit)
-        fail("{} {} messages arrived before load {} was committed", net::message_name(in.message),
-             load_->held.size() + 1, load_->load_id);
+        fail("{} messages (the latest a {}) arrived before load {} was committed", load_->held.size() + 1,
+             net::message_name(in.message), load_->load_id);
       load_->held.push_back(std::move(in));
       return;
     }
