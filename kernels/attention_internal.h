@@ -32,8 +32,8 @@ struct AttentionTask {
 constexpr int64_t kAttentionKvTile = 64;
 
 // one_chunk: per head q and the accumulator (head_dim rounded up to 16 each), the running max
-// and sum, and the current position's score and exponential; tiled: per head the accumulator, the tile's scores, max and sum, plus one K tile
-// transposed to f32. (The kernels use no more than this.)
+// and sum, the current position's score and exponential; tiled: per head the accumulator, the
+// tile's scores, max and sum, plus one K tile transposed to f32. (The kernels use no more.)
 inline size_t attention_scratch_floats(int64_t n_heads, int64_t head_dim) {
   const size_t d = static_cast<size_t>((head_dim + 15) / 16 * 16);
   return static_cast<size_t>(n_heads) * (2 * d + kAttentionChunk + 16) + static_cast<size_t>(kAttentionKvTile) * d;
