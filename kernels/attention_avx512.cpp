@@ -29,6 +29,8 @@ void expf_glibc(const float* x, float* y, int64_t n) { expf_glibc_n(x, y, n); }
 
 void attend(const AttentionTask& t) {
   if (t.tiled) return attend_tiled_simd(t);
+  if (t.head_dim == 64) return attend_reference<64>(t);
+  if (t.head_dim == 128) return attend_reference<128>(t);
   attend_reference(t);
 }
 
