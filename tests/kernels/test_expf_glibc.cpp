@@ -22,7 +22,8 @@ ExpFn exp_of(Isa isa) {
   return isa == Isa::kAvx512 ? baton::kernels::avx512::expf_glibc : baton::kernels::avx2::expf_glibc;
 }
 
-// Bit patterns [first, last] with `stride`, in batches; returns the first mismatch count.
+// Bit patterns [first, last] with `stride`, in batches: the number of floats whose result differs
+// from std::exp, the first of them in *example.
 uint64_t mismatches(ExpFn fn, uint64_t first, uint64_t last, uint64_t stride, uint32_t* example) {
   std::vector<float> x, y;
   uint64_t bad = 0;
