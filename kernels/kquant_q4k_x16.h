@@ -29,8 +29,10 @@
 #include <cstdint>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "kernels/blocks_k.h"
+#include "kernels/bsum_pairs.h"
 #include "kernels/prefetch_l2.h"
 
 namespace baton::kernels {
@@ -167,12 +169,11 @@ void group_token(int64_t nb, const uint8_t* g, const uint8_t* a, float* out) {
   store_result(out, acc, accm);
 }
 
-// Lane-wise 16-bit pairs (m, m) of the mins of sub-blocks J: one madd against a token's bsums pair
-// (bsums[2J], bsums[2J + 1]) gives m_J * bsum32_J, exactly.
-template <int J>
+// Lane-wise 16-bit pairs (m_2P, m_2P+1) of the mins of sub-blocks 2P and 2P + 1: one madd against a
+// token's bsum pair P (bsum_pairs) gives m_2P * bsum32_2P + m_2P+1 * bsum32_2P+1, exactly.
+template <int P>
 inline VecI min_pair(VecI u0, VecI u1, VecI u2) {
-  const VecI m = scale_of<J, true>(u0, u1, u2);
-  return or_i(m, _mm512_slli_epi32(m, 16));
+  return or_i(scale_of<2 * P, true>(u0, u1, u2), _mm512_slli_epi32(scale_of<2 * P + 1, true>(u0, u1, u2), 16));
 }
 
 // One 16-row group x T tokens: each weight unit is loaded and unpacked once per super-block and
@@ -180,8 +181,10 @@ inline VecI min_pair(VecI u0, VecI u1, VecI u2) {
 // decoding are shared; per token the exact integers and float chains of the single-token kernel.
 // kGrouped: llama.cpp's 4-row GEMM order (TypeOps::gemm_grouped, kquant_kernels.h): the same two
 // chains with one step per sub-block pair (64 elements) instead of per super-block.
+// sp: the tokens' bsum_pairs, nb * kBsumPairsPerBlock per token.
 template <bool kVnni, int T, bool kGrouped = false>
-void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, float* out, size_t out_stride) {
+void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, const uint32_t* sp, float* out,
+                  size_t out_stride) {
   constexpr size_t kUnit = 64;
   VecF acc[T], accm[T];
 #pragma GCC unroll 8
@@ -225,13 +228,15 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
         sumi[t] = add_i32(sumi[t], mul_i32(s, sc));
       }
     };
-    // The mins term of sub-blocks [J0, J1) for token t: sum_J m_J * bsum32_J.
-    auto mins = [&]<int J0, int J1>(int t) {
-      const uint8_t* bs = ab + static_cast<size_t>(t) * a_stride + offsetof(BlockQ8K, bsums);
+    // The mins term of sub-block pairs [P0, P1) for token t: sum_J m_J * bsum32_J.
+    const uint32_t* spb = sp + static_cast<size_t>(b) * kBsumPairsPerBlock;
+    auto mins = [&]<int P0, int P1>(int t) {
+      const uint32_t* pairs = spb + static_cast<size_t>(t) * static_cast<size_t>(nb) * kBsumPairsPerBlock;
       VecI summ = zero_i();
-      [&]<int... J>(std::integer_sequence<int, J...>) {
-        ((summ = madd_add<kVnni>(summ, min_pair<J0 + J>(u0, u1, u2), bcast_i32(load_i32(bs + 4 * (J0 + J))))), ...);
-      }(std::make_integer_sequence<int, J1 - J0>{});
+      [&]<int... P>(std::integer_sequence<int, P...>) {
+        ((summ = madd_add<kVnni>(summ, min_pair<P0 + P>(u0, u1, u2), bcast_i32(static_cast<int32_t>(pairs[P0 + P])))),
+         ...);
+      }(std::make_integer_sequence<int, P1 - P0>{});
       return summ;
     };
     auto step = [&](int t, VecI summ) {
@@ -247,7 +252,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
       if constexpr (kGrouped) {
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
-          step(t, mins.template operator()<2 * C, 2 * C + 2>(t));
+          step(t, mins.template operator()<C, C + 1>(t));
           sumi[t] = zero_i();
         }
       }
@@ -258,7 +263,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
     pair.template operator()<3>();
     if constexpr (!kGrouped) {
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) step(t, mins.template operator()<0, 8>(t));
+      for (int t = 0; t < T; ++t) step(t, mins.template operator()<0, 4>(t));
     }
   }
 #pragma GCC unroll 8
@@ -270,20 +275,20 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
 constexpr int64_t kTokensPerPass = 8;
 
 template <bool kVnni, bool kGrouped>
-void group_token_block(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, int64_t n, float* out,
-                       size_t out_stride) {
+void group_token_block(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, const uint32_t* sp, int64_t n,
+                       float* out, size_t out_stride) {
   switch (n) {
     case 1:
-      if constexpr (kGrouped) group_tokens<kVnni, 1, true>(nb, g, a, a_stride, out, out_stride);
+      if constexpr (kGrouped) group_tokens<kVnni, 1, true>(nb, g, a, a_stride, sp, out, out_stride);
       else group_token<kVnni>(nb, g, a, out);
       break;
-    case 2: group_tokens<kVnni, 2, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
-    case 3: group_tokens<kVnni, 3, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
-    case 4: group_tokens<kVnni, 4, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
-    case 5: group_tokens<kVnni, 5, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
-    case 6: group_tokens<kVnni, 6, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
-    case 7: group_tokens<kVnni, 7, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
-    default: group_tokens<kVnni, 8, kGrouped>(nb, g, a, a_stride, out, out_stride); break;
+    case 2: group_tokens<kVnni, 2, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
+    case 3: group_tokens<kVnni, 3, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
+    case 4: group_tokens<kVnni, 4, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
+    case 5: group_tokens<kVnni, 5, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
+    case 6: group_tokens<kVnni, 6, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
+    case 7: group_tokens<kVnni, 7, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
+    default: group_tokens<kVnni, 8, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
   }
 }
 
@@ -296,10 +301,17 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
   const int64_t nb = k / kQK_K;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
+  thread_local std::vector<uint32_t> sp;
+  const size_t sp_per_token = static_cast<size_t>(nb) * kBsumPairsPerBlock;
+  if (n_tok > 1 || kGrouped) {
+    sp.resize(static_cast<size_t>(n_tok) * sp_per_token);
+    bsum_pairs(ab, a_stride, n_tok, nb, sp.data());
+  }
   for (int64_t r0 = 0; r0 + kRows <= n_rows; r0 += kRows) {
     const uint8_t* g = wb + static_cast<size_t>(r0) * w_stride;
     for (int64_t t = 0; t < n_tok; t += kTokensPerPass)
       group_token_block<kVnni, kGrouped>(nb, g, ab + static_cast<size_t>(t) * a_stride, a_stride,
+                               sp.data() + static_cast<size_t>(t) * sp_per_token,
                                std::min<int64_t>(kTokensPerPass, n_tok - t),
                                out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0), out_stride);
   }

@@ -31,8 +31,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kernels/blocks_k.h"
+#include "kernels/bsum_pairs.h"
 #include "kernels/prefetch_l2.h"
 
 #ifndef __AVX512F__
@@ -83,12 +85,12 @@ struct ScaleBytes {
   }
 };
 
-// Byte I (0..3) of each dword of x, zero-extended into both 16-bit halves: the int16 pair
-// operand of vpmaddwd / vpdpwssd.
-template <int I>
+// Bytes I0 and I1 (0..3) of each dword of x, zero-extended into its low and high 16 bits: the int16
+// pair operand of vpmaddwd / vpdpwssd.
+template <int I0, int I1>
 inline __m512i pair16(__m512i x) {
   constexpr char z = static_cast<char>(0x80);
-  const __m128i idx = _mm_setr_epi8(I, z, I, z, 4 + I, z, 4 + I, z, 8 + I, z, 8 + I, z, 12 + I, z, 12 + I, z);
+  const __m128i idx = _mm_setr_epi8(I0, z, I1, z, 4 + I0, z, 4 + I1, z, 8 + I0, z, 8 + I1, z, 12 + I0, z, 12 + I1, z);
   return _mm512_shuffle_epi8(x, _mm512_broadcast_i32x4(idx));
 }
 
@@ -117,7 +119,8 @@ inline void decode_block(const uint8_t* blk, __m512i (&q)[8]) {
 
 // NT tokens (activation rows a[t]) x one 16-row group g: out[t][0..15].
 template <bool kVnni, int NT>
-void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* a, float* const* out) {
+// sp[t]: token t's bsum_pairs (bsum_pairs.h), nb * kBsumPairsPerBlock dwords.
+void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* a, const uint32_t* const* sp, float* const* out) {
   __m512 acc[NT][8], summs[NT];
   for (int t = 0; t < NT; ++t) {
     for (auto& v : acc[t]) v = _mm512_setzero_ps();
@@ -133,11 +136,12 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* a, float* 
     const __m512i u0 = load_unit(x + kScales), u1 = load_unit(x + kScales + kUnit),
                   u2 = load_unit(x + kScales + 2 * kUnit);
     const ScaleBytes sb(u0, u1, u2);
-    const __m512i sc[8] = {pair16<0>(sb.sc_lo), pair16<1>(sb.sc_lo), pair16<2>(sb.sc_lo), pair16<3>(sb.sc_lo),
-                           pair16<0>(sb.sc_hi), pair16<1>(sb.sc_hi), pair16<2>(sb.sc_hi), pair16<3>(sb.sc_hi)};
-    // min j in both halves: times (bsums[2j], bsums[2j + 1]), any int16 bsums exactly
-    const __m512i mp[8] = {pair16<0>(sb.m_lo), pair16<1>(sb.m_lo), pair16<2>(sb.m_lo), pair16<3>(sb.m_lo),
-                           pair16<0>(sb.m_hi), pair16<1>(sb.m_hi), pair16<2>(sb.m_hi), pair16<3>(sb.m_hi)};
+    const __m512i sc[8] = {pair16<0, 0>(sb.sc_lo), pair16<1, 1>(sb.sc_lo), pair16<2, 2>(sb.sc_lo),
+                           pair16<3, 3>(sb.sc_lo), pair16<0, 0>(sb.sc_hi), pair16<1, 1>(sb.sc_hi),
+                           pair16<2, 2>(sb.sc_hi), pair16<3, 3>(sb.sc_hi)};
+    // mins (m_2P, m_2P+1) per dword: times the token's bsum pair P, exactly
+    const __m512i mp[4] = {pair16<0, 1>(sb.m_lo), pair16<2, 3>(sb.m_lo), pair16<0, 1>(sb.m_hi),
+                           pair16<2, 3>(sb.m_hi)};
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
     const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32)));
     __m512 d[NT];
@@ -145,9 +149,10 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* a, float* 
       const uint8_t* ab = a[t] + a_off;
       float da;
       std::memcpy(&da, ab + offsetof(BlockQ8K, d), 4);
-      const uint8_t* bs = ab + offsetof(BlockQ8K, bsums);
+      const uint32_t* pairs = sp[t] + static_cast<size_t>(b) * kBsumPairsPerBlock;
       __m512i summ = _mm512_setzero_si512();
-      for (int j = 0; j < 8; ++j) summ = dot16<kVnni>(summ, mp[j], bcast(load_i32(bs + 4 * j)));
+      for (int p = 0; p < kBsumPairsPerBlock; ++p)
+        summ = dot16<kVnni>(summ, mp[p], bcast(static_cast<int32_t>(pairs[p])));
       d[t] = _mm512_mul_ps(dw, _mm512_set1_ps(da));
       summs[t] = _mm512_fmadd_ps(_mm512_mul_ps(dmw, _mm512_set1_ps(-da)), _mm512_cvtepi32_ps(summ), summs[t]);
     }
@@ -178,15 +183,17 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* a, float* 
 }
 
 template <bool kVnni, int NT>
-void group_pass(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, int64_t t0, float* out,
-                size_t out_stride) {
+void group_pass(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, const uint32_t* sp, int64_t t0,
+                float* out, size_t out_stride) {
   const uint8_t* ap[NT];
+  const uint32_t* spp[NT];
   float* op[NT];
   for (int t = 0; t < NT; ++t) {
     ap[t] = a + static_cast<size_t>(t0 + t) * a_stride;
+    spp[t] = sp + static_cast<size_t>(t0 + t) * static_cast<size_t>(nb) * kBsumPairsPerBlock;
     op[t] = out + static_cast<size_t>(t0 + t) * out_stride;
   }
-  group_tokens<kVnni, NT>(nb, g, ap, op);
+  group_tokens<kVnni, NT>(nb, g, ap, spp, op);
 }
 
 // The gemm on repacked weights: n_rows a multiple of 16, w = the first group, groups
@@ -198,20 +205,25 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
   const int64_t nb = k / kQK_K;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
+  thread_local std::vector<uint32_t> sp;
+  sp.resize(static_cast<size_t>(n_tok * nb) * kBsumPairsPerBlock);
+  bsum_pairs(ab, a_stride, n_tok, nb, sp.data());
+  const uint32_t* s = sp.data();
   for (int64_t r0 = 0; r0 + kRows <= n_rows; r0 += kRows) {
     const uint8_t* g = wb + static_cast<size_t>(r0) * w_stride;
     float* o = out + r0;
     int64_t t = 0;
-    for (; n_tok - t >= kMaxTokens; t += kMaxTokens) group_pass<kVnni, kMaxTokens>(nb, g, ab, a_stride, t, o, out_stride);
+    for (; n_tok - t >= kMaxTokens; t += kMaxTokens)
+      group_pass<kVnni, kMaxTokens>(nb, g, ab, a_stride, s, t, o, out_stride);
     if (n_tok - t >= 4) {
-      group_pass<kVnni, 4>(nb, g, ab, a_stride, t, o, out_stride);
+      group_pass<kVnni, 4>(nb, g, ab, a_stride, s, t, o, out_stride);
       t += 4;
     }
     if (n_tok - t >= 2) {
-      group_pass<kVnni, 2>(nb, g, ab, a_stride, t, o, out_stride);
+      group_pass<kVnni, 2>(nb, g, ab, a_stride, s, t, o, out_stride);
       t += 2;
     }
-    if (n_tok - t >= 1) group_pass<kVnni, 1>(nb, g, ab, a_stride, t, o, out_stride);
+    if (n_tok - t >= 1) group_pass<kVnni, 1>(nb, g, ab, a_stride, s, t, o, out_stride);
   }
 }
 

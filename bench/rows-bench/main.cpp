@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   const Shape shapes[] = {
       {"q/o 2048x2048", GgmlType::kQ4_K, 2048, 2048},  {"gate/up 5632x2048", GgmlType::kQ4_K, 5632, 2048},
       {"down 2048x5632 Q4_K", GgmlType::kQ4_K, 2048, 5632}, {"down 2048x5632 Q6_K", GgmlType::kQ6_K, 2048, 5632},
-      {"output 32000x2048 Q6_K", GgmlType::kQ6_K, 32000, 2048},
+      {"output 32000x2048 Q6_K", GgmlType::kQ6_K, 32000, 2048}, {"gate/up 5632x2048 Q5_K", GgmlType::kQ5_K, 5632, 2048},
   };
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -105,8 +105,10 @@ int main(int argc, char** argv) {
     std::vector<float> out(static_cast<size_t>(s.n_rows * max_tok));
     const kernels::GemmFn gemm =
         grouped ? w_ops->gemm_grouped : w_ops->gemm_single ? w_ops->gemm_single : w_ops->gemm;
-    // Q4_K in its load-time 16-row layout (what the engine multiplies; AVX512-VNNI).
-    if (s.type == GgmlType::kQ4_K && kernels::has_avx512_vnni()) {
+    // Q4_K and Q5_K in their load-time 16-row layouts (what the engine multiplies; AVX512-VNNI).
+    const bool q4 = s.type == GgmlType::kQ4_K;
+    if ((q4 || (s.type == GgmlType::kQ5_K && !grouped)) && kernels::has_avx512_vnni()) {
+      const auto repack = q4 ? kernels::scalar::repack_q4_k_x16 : kernels::scalar::repack_q5_k_x16;
       const size_t x16_bytes = (w_bytes * n_copies + (size_t{2} << 20)) & ~((size_t{2} << 20) - 1);
       // On 2 MiB pages, as the engine's WeightArena holds them.
       std::unique_ptr<uint8_t, decltype(&std::free)> x16_mem(
@@ -115,7 +117,7 @@ int main(int argc, char** argv) {
       std::span<uint8_t> x16(x16_mem.get(), x16_bytes);
       std::vector<uint8_t> plain(w_bytes);
       for (size_t c = 0; c < n_copies; ++c)
-        kernels::scalar::repack_q4_k_x16(copies.data() + c * w_bytes, x16.data() + c * w_bytes, s.n_rows, s.k);
+        repack(copies.data() + c * w_bytes, x16.data() + c * w_bytes, s.n_rows, s.k);
       auto via_unrepack = [&](int64_t k, const void* wx, size_t ws, int64_t nr, const void* act, size_t as,
                               int64_t n_tok, float* o, size_t os) {
         kernels::scalar::unrepack_q4_k_x16(wx, plain.data(), nr, k);
@@ -128,7 +130,7 @@ int main(int argc, char** argv) {
         x16_kernels.emplace_back("x16 unrepacked + grouped", via_unrepack);
         x16_kernels.emplace_back("x16 grouped", kernels::avx512::gemm_q4_k_x16_grouped_vnni);
       } else {
-        x16_kernels.emplace_back("x16", kernels::avx512::gemm_q4_k_x16_vnni);
+        x16_kernels.emplace_back("x16", q4 ? kernels::avx512::gemm_q4_k_x16_vnni : kernels::avx512::gemm_q5_k_x16_vnni);
       }
       for (const auto& [label, fn] : x16_kernels) {
         for (int64_t nt : ntoks) {

@@ -174,6 +174,14 @@ TEST_CASE("repacked Q5_K gemm is bitwise the plain gemm on random bytes and extr
       std::memcpy(blk, &d, 4);
       if (t == 0) std::memset(blk + 4, 0x80, 256);  // every activation -128
       if (t == 1) std::memset(blk + 4, 0x7F, 256);  // every activation 127
+      // A Q8_K block's bsums are the sums of its 16-quant groups (the kernels add them in int16
+      // pairs, bsum_pairs.h): random quants, consistent sums.
+      for (int grp = 0; grp < 16; ++grp) {
+        int sum = 0;
+        for (int i = 0; i < 16; ++i) sum += static_cast<int8_t>(blk[4 + 16 * grp + i]);
+        const auto bsum = static_cast<int16_t>(sum);
+        std::memcpy(blk + 260 + 2 * grp, &bsum, 2);
+      }
     }
   // weights with every quant 31 and the largest scales in the first group's first super-block
   for (int64_t r = 0; r < 16; ++r) std::memset(w.data() + r * w_stride + 4, 0xFF, 176 - 4);
