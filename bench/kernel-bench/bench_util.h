@@ -35,6 +35,9 @@ struct BenchOptions {
 struct Peaks {
   std::map<int, double> read_gbs;                       // by thread count: read-sum bandwidth
   std::map<std::pair<int, int>, double> fma_gflops;     // by (isa, threads): f32 FMA throughput
+  // by (isa, threads): int8 u8 x s8 multiply-adds (2 ops each) through the instructions the
+  // quantized kernels use: vpdpbusd (AVX-512 VNNI), else vpmaddubsw + vpmaddwd + vpaddd
+  std::map<std::pair<int, int>, double> dot_gops;
   double llc_bytes = 32.0 * 1024 * 1024;
 };
 

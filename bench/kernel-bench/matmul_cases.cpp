@@ -202,11 +202,15 @@ void run_batch(const BenchOptions& opt, const Peaks& peaks) {
         run_once(0);
         const double sec = median_seconds(opt.reps, opt.budget_s, run_once);
         const double gflops = 2.0 * static_cast<double>(s.n_rows * s.k * n_tok) / sec / 1e9;
-        const auto peak = peaks.fma_gflops.find({static_cast<int>(isa), nth});
+        // Weights dotted with int8 activations (Q8_0 / Q8_K) are held to the int8 dot peak.
+        const bool int8 = wops->vec_dot_type == GgmlType::kQ8_0 || wops->vec_dot_type == GgmlType::kQ8_K;
+        const auto& peak_map = int8 ? peaks.dot_gops : peaks.fma_gflops;
+        const auto peak = peak_map.find({static_cast<int>(isa), nth});
         print_row(Row{layout == 0 ? "matmul" : "matmul repacked", std::string(require_ggml_type(type).name),
                       fmt::format("{}x{} n_tok={} tile={}", s.n_rows, s.k, n_tok, tile), std::string(kernels::isa_name(isa)), nth,
                       sec, static_cast<double>(w.bytes) / sec / 1e9, gflops,
-                      peak != peaks.fma_gflops.end() ? 100.0 * gflops / peak->second : NAN, "% of f32 FMA peak"});
+                      peak != peak_map.end() ? 100.0 * gflops / peak->second : NAN,
+                      int8 ? "% of int8 dot peak" : "% of f32 FMA peak"});
       }
     }
   }

@@ -1,5 +1,6 @@
 // The machine's speed limits, measured here rather than taken from a datasheet: read bandwidth
-// (a 1 GiB read-sum, each thread its own slice) and f32 FMA throughput per ISA.
+// (a 1 GiB read-sum, each thread its own slice), f32 FMA throughput and int8 dot throughput per
+// ISA (the yardstick of the quantized kernels once several tokens make them compute bound).
 #include <immintrin.h>
 #include <unistd.h>
 
@@ -35,8 +36,11 @@ uint64_t read_sum(const uint64_t* p, size_t n) {
   a6 = F(a6, m, c); a7 = F(a7, m, c); a8 = F(a8, m, c); a9 = F(a9, m, c); a10 = F(a10, m, c); a11 = F(a11, m, c);
 
 __attribute__((target("avx512f"))) float fma_loop_avx512(int64_t iters) {
-  __m512 a0 = _mm512_set1_ps(1.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0,
-         a10 = a0, a11 = a0;
+  // Distinct starting values: identical chains would be merged into one by the compiler (which
+  // made this loop measure one chain's latency, a third of the throughput, until session 8).
+  __m512 a0 = _mm512_set1_ps(1.0f), a1 = _mm512_set1_ps(1.1f), a2 = _mm512_set1_ps(1.2f), a3 = _mm512_set1_ps(1.3f),
+         a4 = _mm512_set1_ps(1.4f), a5 = _mm512_set1_ps(1.5f), a6 = _mm512_set1_ps(1.6f), a7 = _mm512_set1_ps(1.7f),
+         a8 = _mm512_set1_ps(1.8f), a9 = _mm512_set1_ps(1.9f), a10 = _mm512_set1_ps(2.0f), a11 = _mm512_set1_ps(2.1f);
   const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
   for (int64_t i = 0; i < iters; ++i) {
     BATON_FMA12(_mm512_fmadd_ps)
@@ -50,8 +54,9 @@ __attribute__((target("avx512f"))) float fma_loop_avx512(int64_t iters) {
 }
 
 __attribute__((target("avx2,fma"))) float fma_loop_avx2(int64_t iters) {
-  __m256 a0 = _mm256_set1_ps(1.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0,
-         a10 = a0, a11 = a0;
+  __m256 a0 = _mm256_set1_ps(1.0f), a1 = _mm256_set1_ps(1.1f), a2 = _mm256_set1_ps(1.2f), a3 = _mm256_set1_ps(1.3f),
+         a4 = _mm256_set1_ps(1.4f), a5 = _mm256_set1_ps(1.5f), a6 = _mm256_set1_ps(1.6f), a7 = _mm256_set1_ps(1.7f),
+         a8 = _mm256_set1_ps(1.8f), a9 = _mm256_set1_ps(1.9f), a10 = _mm256_set1_ps(2.0f), a11 = _mm256_set1_ps(2.1f);
   const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
   for (int64_t i = 0; i < iters; ++i) {
     BATON_FMA12(_mm256_fmadd_ps)
@@ -65,6 +70,71 @@ __attribute__((target("avx2,fma"))) float fma_loop_avx2(int64_t iters) {
 }
 
 #undef BATON_FMA12
+
+// Twelve int8 dot chains (distinct, see fma_loop_avx512), each step 64 (zmm) or 32 (ymm) u8 x s8
+// multiply-adds into int32 lanes.
+// The maddubs chains feed their own accumulator back as the unsigned bytes, so nothing is loop
+// invariant; their latency (maddubs + madd + add) is covered by the 12 chains.
+#define BATON_DOT12(F) \
+  a0 = F(a0); a1 = F(a1); a2 = F(a2); a3 = F(a3); a4 = F(a4); a5 = F(a5); \
+  a6 = F(a6); a7 = F(a7); a8 = F(a8); a9 = F(a9); a10 = F(a10); a11 = F(a11);
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) int32_t dot_loop_vnni(int64_t iters) {
+  __m512i a0 = _mm512_set1_epi32(1), a1 = _mm512_set1_epi32(2), a2 = _mm512_set1_epi32(3), a3 = _mm512_set1_epi32(4),
+          a4 = _mm512_set1_epi32(5), a5 = _mm512_set1_epi32(6), a6 = _mm512_set1_epi32(7), a7 = _mm512_set1_epi32(8),
+          a8 = _mm512_set1_epi32(9), a9 = _mm512_set1_epi32(10), a10 = _mm512_set1_epi32(11), a11 = _mm512_set1_epi32(12);
+  const __m512i u = _mm512_set1_epi32(0x01020304), s = _mm512_set1_epi32(0x01FF01FF);
+#define BATON_STEP(a) _mm512_dpbusd_epi32(a, u, s)
+  for (int64_t i = 0; i < iters; ++i) {
+    BATON_DOT12(BATON_STEP)
+  }
+#undef BATON_STEP
+  const __m512i t = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
+                                     _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)),
+                                                      _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11))));
+  alignas(64) int32_t out[16];
+  _mm512_store_si512(out, t);
+  return out[0] + out[15];
+}
+
+__attribute__((target("avx512f,avx512bw"))) int32_t dot_loop_avx512bw(int64_t iters) {
+  __m512i a0 = _mm512_set1_epi32(1), a1 = _mm512_set1_epi32(2), a2 = _mm512_set1_epi32(3), a3 = _mm512_set1_epi32(4),
+          a4 = _mm512_set1_epi32(5), a5 = _mm512_set1_epi32(6), a6 = _mm512_set1_epi32(7), a7 = _mm512_set1_epi32(8),
+          a8 = _mm512_set1_epi32(9), a9 = _mm512_set1_epi32(10), a10 = _mm512_set1_epi32(11), a11 = _mm512_set1_epi32(12);
+  const __m512i s = _mm512_set1_epi32(0x01FF01FF), ones = _mm512_set1_epi16(1);
+#define BATON_STEP(a) _mm512_add_epi32(a, _mm512_madd_epi16(_mm512_maddubs_epi16(a, s), ones))
+  for (int64_t i = 0; i < iters; ++i) {
+    BATON_DOT12(BATON_STEP)
+  }
+#undef BATON_STEP
+  const __m512i t = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
+                                     _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)),
+                                                      _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11))));
+  alignas(64) int32_t out[16];
+  _mm512_store_si512(out, t);
+  return out[0] + out[15];
+}
+
+// Eight chains here: twelve accumulators plus the constants exceed AVX2's 16 registers (spills
+// halved the rate); eight cover the chain latency as well.
+__attribute__((target("avx2"))) int32_t dot_loop_avx2(int64_t iters) {
+  __m256i a0 = _mm256_set1_epi32(1), a1 = _mm256_set1_epi32(2), a2 = _mm256_set1_epi32(3), a3 = _mm256_set1_epi32(4),
+          a4 = _mm256_set1_epi32(5), a5 = _mm256_set1_epi32(6), a6 = _mm256_set1_epi32(7), a7 = _mm256_set1_epi32(8);
+  const __m256i s = _mm256_set1_epi32(0x01FF01FF), ones = _mm256_set1_epi16(1);
+#define BATON_STEP(a) _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(a, s), ones))
+  for (int64_t i = 0; i < iters; ++i) {
+    a0 = BATON_STEP(a0); a1 = BATON_STEP(a1); a2 = BATON_STEP(a2); a3 = BATON_STEP(a3);
+    a4 = BATON_STEP(a4); a5 = BATON_STEP(a5); a6 = BATON_STEP(a6); a7 = BATON_STEP(a7);
+  }
+#undef BATON_STEP
+  const __m256i t = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
+                                     _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7)));
+  alignas(32) int32_t out[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out), t);
+  return out[0] + out[7];
+}
+
+#undef BATON_DOT12
 
 // The last-level cache as the kernel reports it (lscpu's source); sysconf as a fallback.
 double llc_bytes() {
@@ -128,6 +198,24 @@ void run_membw(const BenchOptions& opt, Peaks& peaks) {
       const double gflops = 2.0 * lanes * 12 * static_cast<double>(iters) * nth / s / 1e9;
       peaks.fma_gflops[{static_cast<int>(isa), nth}] = gflops;
       print_row(Row{"fma-peak", "f32", "12 chains", std::string(kernels::isa_name(isa)), nth, s, NAN, gflops, 100.0, ""});
+    }
+    const bool vnni = isa == kernels::Isa::kAvx512 && kernels::has_avx512_vnni();
+    const char* dot_how = vnni ? "vpdpbusd" : "vpmaddubsw+vpmaddwd+vpaddd";
+    for (int nth : opt.threads) {
+      kernels::ThreadPool pool(nth);
+      volatile int32_t isink = 0;
+      const double s = median_seconds(3, 30.0, [&](int) {
+        pool.run([&](int, int) {
+          isink = isink + (vnni                                ? dot_loop_vnni(iters)
+                           : isa == kernels::Isa::kAvx512 ? dot_loop_avx512bw(iters)
+                                                               : dot_loop_avx2(iters));
+        });
+      });
+      const int chains = isa == kernels::Isa::kAvx512 ? 12 : 8;
+      const double gops = 2.0 * 4 * lanes * chains * static_cast<double>(iters) * nth / s / 1e9;
+      peaks.dot_gops[{static_cast<int>(isa), nth}] = gops;
+      print_row(Row{"dot-peak", "i8", fmt::format("{} chains {}", chains, dot_how), std::string(kernels::isa_name(isa)), nth, s,
+                    NAN, gops, 100.0, "GOP/s column: int8 ops"});
     }
   }
 }
