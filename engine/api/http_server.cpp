@@ -27,6 +27,9 @@ void send_error(httplib::Response& res, const ApiError& error) {
 
 namespace {
 
+// cpp-httplib's CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH as Debian builds it.
+constexpr size_t kFormBodyLimit = 8192;
+
 const char* const kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
                                "/v1/cluster",     "/metrics",             "/tokenize",  "/detokenize"};
 
@@ -155,6 +158,14 @@ void HttpServer::Impl::install_routes() {
     if (!res.body.empty() || res.content_length_ > 0) return;
     if (res.status == 404)
       send_error(res, ApiError(404, "not_found_error", fmt::format("no route for {} {}", req.method, req.path)));
+    else if (res.status == 413 && req.get_header_value("Content-Type").starts_with("application/x-www-form-urlencoded"))
+      // cpp-httplib (a shared library: its limit cannot be raised from here) caps form bodies at
+      // 8 KiB; curl -d sends that type unless told otherwise.
+      send_error(res, ApiError(413, "invalid_request_error",
+                               fmt::format("the request body is larger than {} bytes allowed for Content-Type "
+                                           "application/x-www-form-urlencoded; send the JSON with 'Content-Type: "
+                                           "application/json' (up to {} bytes)",
+                                           kFormBodyLimit, options.max_body_bytes)));
     else if (res.status == 413)
       send_error(res, ApiError(413, "invalid_request_error",
                                fmt::format("the request body is larger than {} bytes", options.max_body_bytes)));

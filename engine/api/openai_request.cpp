@@ -26,6 +26,8 @@ json parse_object(std::string_view body) {
     j = json::parse(body.begin(), body.end());
   } catch (const json::parse_error& e) {
     throw bad_request("body", fmt::format("the request body is not valid JSON (at byte {}): {}", e.byte, e.what()));
+  } catch (const json::exception& e) {  // e.g. a number beyond double's range (out_of_range.406)
+    throw bad_request("body", fmt::format("the request body is not valid JSON: {}", e.what()));
   }
   if (!j.is_object()) throw bad_request("body", fmt::format("the request body must be a JSON object, got {}", type_of(j)));
   return j;

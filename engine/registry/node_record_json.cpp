@@ -165,6 +165,8 @@ NodeRecord node_record_from_text(std::string_view text, std::string_view context
   } catch (const json::parse_error& e) {
     fail<FormatError>("{}: node record is not valid JSON (at byte {}): {}", context, e.byte,
                       e.what());
+  } catch (const json::exception& e) {  // e.g. a number beyond double's range
+    fail<FormatError>("{}: node record is not valid JSON: {}", context, e.what());
   }
   return node_record_from_json(value, context);
 }

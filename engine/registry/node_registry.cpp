@@ -239,7 +239,7 @@ void NodeRegistry::load_file() {
   json doc;
   try {
     doc = json::parse(text.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors and numbers beyond double's range
     fail<FormatError>("registry file {}: invalid JSON: {}", path, e.what());
   }
   if (!doc.is_object() || doc.value("format", "") != "baton-registry-v1")

@@ -57,10 +57,10 @@ class RawConnection {
     fd_ = -1;
   }
   void send_request(const std::string& method, const std::string& path, const std::string& body,
-                    const std::string& extra_headers = "") {
+                    const std::string& extra_headers = "", const std::string& content_type = "application/json") {
     std::string r = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + extra_headers;
     if (!body.empty() || method == "POST")
-      r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+      r += "Content-Type: " + content_type + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
     r += "\r\n" + body;
     size_t off = 0;
     while (off < r.size()) {
@@ -133,9 +133,10 @@ inline RawResponse parse_response(const std::string& raw) {
 }
 
 inline RawResponse raw_request(int port, const std::string& method, const std::string& path, const std::string& body,
-                               const std::string& extra_headers = "") {
+                               const std::string& extra_headers = "",
+                               const std::string& content_type = "application/json") {
   RawConnection c(port);
-  c.send_request(method, path, body, extra_headers);
+  c.send_request(method, path, body, extra_headers, content_type);
   c.read_all();
   return parse_response(c.received());
 }

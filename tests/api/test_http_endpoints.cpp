@@ -197,6 +197,19 @@ TEST_CASE("unknown routes get 404 and oversized bodies 413, both as OpenAI error
   CHECK(json::parse(big_reply.body)["error"]["code"] == 413);
 }
 
+TEST_CASE("a JSON body over 8 KiB sent as a form (curl -d) gets 413 saying to send application/json", "[api]") {
+  LocalServer s;
+  const std::string body = R"({"content":")" + std::string(9000, 'a') + R"("})";
+  RawResponse form = raw_request(s.port(), "POST", "/tokenize", body, "", "application/x-www-form-urlencoded");
+  REQUIRE(form.status == 413);
+  const std::string msg = json::parse(form.body)["error"]["message"];
+  CHECK(msg.find("application/x-www-form-urlencoded") != std::string::npos);
+  CHECK(msg.find("Content-Type: application/json") != std::string::npos);
+  RawResponse as_json = raw_request(s.port(), "POST", "/tokenize", body);
+  CHECK(as_json.status == 200);
+  CHECK(json::parse(as_json.body)["tokens"].size() > 0);
+}
+
 TEST_CASE("with an API key every route but /health needs the Bearer key", "[api]") {
   baton::api::ServerOptions ho;
   ho.api_key = "sekrit-key";

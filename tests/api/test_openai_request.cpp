@@ -69,6 +69,7 @@ TEST_CASE("every rejected field is named in the error", "[api]") {
   CHECK(param_of("") == "body");
   CHECK(param_of("nul") == "body");
   CHECK(param_of(R"("text")") == "body");
+  CHECK(param_of(R"({"prompt":"x","temperature":1e309})") == "body");  // beyond double: not a 500
   CHECK(param_of(R"({"prompt":{}})") == "prompt");
   CHECK(param_of(R"({"prompt":[]})") == "prompt");
   CHECK(param_of(R"({"prompt":[[]]})") == "prompt[0]");

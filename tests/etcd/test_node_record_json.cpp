@@ -91,6 +91,9 @@ TEST_CASE("node record text that is not JSON is a FormatError with the offset") 
   } catch (const FormatError& e) {
     CHECK_THAT(e.what(), Catch::StartsWith("etcd key /baton/nodes/w1: node record is not valid JSON (at byte"));
   }
+  // A number beyond double's range is nlohmann's out_of_range, not a parse_error: still a FormatError.
+  CHECK_THROWS_AS(node_record_from_text(R"({"node_id": "w1", "speed": 1e999})", "etcd key /baton/nodes/w1"),
+                  FormatError);
   NodeRecord bad = sample();
   bad.host = "\xff\xfe";
   CHECK_THROWS_WITH(node_record_to_text(bad), Catch::Contains("worker-1") && Catch::Contains("JSON"));
