@@ -96,6 +96,11 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
     engine.prompt = r.prompt.tokens;
   }
 
+  for (const auto& [id, bias] : engine.sampling.logit_bias)
+    if (id >= tok.n_vocab())
+      throw bad_request("logit_bias", fmt::format("'logit_bias' token {} is outside the vocabulary (n_vocab = {})", id,
+                                                  tok.n_vocab()));
+
   std::shared_ptr<serving::RequestHandle> handle;
   try {
     handle = model.scheduler().submit(std::move(engine));

@@ -186,6 +186,52 @@ std::vector<std::string> parse_stop(const json& obj) {
   return stop;
 }
 
+// OpenAI's {"<token id>": bias} (bias in [-100, 100]) or llama-server's [[id, bias], ...]; a bias
+// of false (llama-server) bans the token.
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& obj) {
+  std::vector<std::pair<int32_t, float>> out;
+  const json* v = field(obj, "logit_bias");
+  if (!v) return out;
+  auto bias_of = [](const json& b, const std::string& at) -> float {
+    if (b.is_boolean() && !b.get<bool>()) return -std::numeric_limits<float>::infinity();
+    if (!b.is_number()) wrong_type(at, "a number in [-100, 100] or false (ban)", b);
+    const double x = b.get<double>();
+    if (!(x >= -100 && x <= 100)) throw bad_request(at, fmt::format("'{}' must be between -100 and 100, got {}", at, x));
+    return static_cast<float>(x);
+  };
+  auto id_of = [](const json& id, const std::string& at) -> int32_t {
+    int64_t x = -1;
+    if (id.is_number_integer()) x = id.get<int64_t>();
+    else if (id.is_string()) {
+      const std::string& s = id.get_ref<const std::string&>();
+      if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos)
+        throw bad_request(at, fmt::format("'{}': \"{}\" is not a token id", at, s));
+      x = std::stoll(s);
+    }
+    if (x < 0 || x > std::numeric_limits<int32_t>::max())
+      throw bad_request(at, fmt::format("'{}' must be a token id (a non-negative integer)", at));
+    return static_cast<int32_t>(x);
+  };
+  if (v->is_object()) {
+    if (v->size() > 1024) throw bad_request("logit_bias", fmt::format("'logit_bias' holds {} tokens; at most 1024", v->size()));
+    for (const auto& [key, b] : v->items()) {
+      const std::string at = "logit_bias." + key;
+      out.emplace_back(id_of(json(key), at), bias_of(b, at));
+    }
+  } else if (v->is_array()) {
+    if (v->size() > 1024) throw bad_request("logit_bias", fmt::format("'logit_bias' holds {} tokens; at most 1024", v->size()));
+    for (size_t i = 0; i < v->size(); ++i) {
+      const std::string at = fmt::format("logit_bias[{}]", i);
+      const json& e = (*v)[i];
+      if (!e.is_array() || e.size() != 2) wrong_type(at, "a [token id, bias] pair", e);
+      out.emplace_back(id_of(e[0], at), bias_of(e[1], at));
+    }
+  } else {
+    wrong_type("logit_bias", "an object of token id -> bias", *v);
+  }
+  return out;
+}
+
 }  // namespace
 
 GenerationRequest parse_generation_request(std::string_view body, Endpoint endpoint, uint32_t seed_if_absent) {
@@ -204,6 +250,17 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
   }
   if (auto n = get_int(j, "n", 1, 1 << 30); n && *n != 1)
     throw bad_request("n", fmt::format("'n' must be 1 (one choice per request), got {}", *n));
+  // Accepted by OpenAI, not implemented here: refused rather than silently ignored.
+  if (auto best_of = get_int(j, "best_of", 1, 1 << 30); best_of && *best_of != 1)
+    throw bad_request("best_of", fmt::format("'best_of' must be 1 (one candidate per request), got {}", *best_of));
+  if (const json* rf = field(j, "response_format")) {
+    if (!rf->is_object()) wrong_type("response_format", "an object", *rf);
+    const json* type = field(*rf, "type");
+    if (type && !(type->is_string() && type->get<std::string>() == "text"))
+      throw bad_request("response_format", fmt::format("'response_format' {} is not supported (only \"text\")", type->dump()));
+  }
+  if (const json* tools = field(j, "tools"); tools && !(tools->is_array() && tools->empty()))
+    throw bad_request("tools", "'tools' (function calling) is not supported");
   r.stream = get_bool(j, "stream").value_or(false);
   if (const json* so = field(j, "stream_options")) {
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);
@@ -238,6 +295,7 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
   else
     s.seed = seed_if_absent;
   e.stop = parse_stop(j);
+  s.logit_bias = parse_logit_bias(j);
   e.ignore_eos = get_bool(j, "ignore_eos").value_or(false);
 
   if (endpoint == Endpoint::kCompletions) {

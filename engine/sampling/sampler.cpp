@@ -54,6 +54,11 @@ void validate(const SamplerParams& p) {
     fail("sampler parameter frequency_penalty = {}: expected a finite number (0 disables it)",
          p.frequency_penalty);
   }
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (id < 0) fail("sampler parameter logit_bias: token id {} is negative", id);
+    if (std::isnan(bias) || bias == std::numeric_limits<float>::infinity())
+      fail("sampler parameter logit_bias of token {} = {}: expected a finite number or -inf (ban)", id, bias);
+  }
 }
 
 Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {
@@ -107,6 +112,11 @@ int32_t Sampler::filter(std::span<const float> logits, std::span<const int32_t> 
       fail("sampler: logit of token {} is {} (expected a finite value or -inf)", i, logit);
     }
     candidates_[i] = Candidate{static_cast<int32_t>(i), logit};
+  }
+  for (const auto& [id, bias] : params_.logit_bias) {
+    if (id < 0 || static_cast<size_t>(id) >= n_vocab)
+      fail("sampler: logit_bias token {} is outside the vocabulary [0, {})", id, n_vocab);
+    candidates_[static_cast<size_t>(id)].logit += bias;
   }
 
   apply_penalties(history);

@@ -1,5 +1,5 @@
 // Token sampling: one row of logits -> one token id, with llama.cpp's default chain
-//   penalties -> top_k -> top_p -> min_p -> temperature -> draw.
+//   logit bias -> penalties -> top_k -> top_p -> min_p -> temperature -> draw.
 //
 // Design goals: same seed + same calls -> same tokens, on any machine; work close to linear on
 // a 150k-entry vocabulary (selection rather than sorting; only the survivors of the filters are
@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace baton {
@@ -26,6 +27,10 @@ struct SamplerParams {
   float presence_penalty = 0.0f;   // finite; subtracted once from every token in the window
   float frequency_penalty = 0.0f;  // finite; subtracted once per occurrence in the window
   uint32_t seed = 0;               // seeds std::mt19937; pick a random one above if wanted
+  // (token id, bias) added to the logits before everything else (llama.cpp's order); a bias of
+  // -inf bans the token. Ids >= 0 and finite or -inf biases (validate); ids past the
+  // vocabulary are an error of sample().
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 // Throws baton::Error naming the first invalid field, its value and the accepted range.
@@ -55,7 +60,7 @@ class Sampler {
   // accumulating their probabilities (double) and return the first whose running sum exceeds
   // u * total (the last candidate if rounding leaves none).
   // Throws baton::Error on empty logits, a NaN or +inf logit, no finite logit, or a penalized
-  // history token outside [0, n_vocab).
+  // history token or logit_bias id outside [0, n_vocab).
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
 
   // The distribution sample() would draw from, without drawing: the surviving candidates in

@@ -59,6 +59,30 @@ TEST_CASE("a greedy completion equals the Generator's, as text and as token ids,
   CHECK(listed["choices"][0]["text"] == r["choices"][0]["text"]);
 }
 
+TEST_CASE("logit_bias bans or favours tokens of a greedy completion, and unknown ids are a 400", "[api]") {
+  LocalServer s;
+  const auto& tok = s.model->tokenizer();
+  auto prompt = tok.encode(kPrompt, true, true);
+  auto want = reference_steps(prompt, 4);
+  REQUIRE(want.size() == 4);
+  const std::string first = std::to_string(want[0].token);
+  // Banned (OpenAI's -100 and llama-server's false): the first token changes.
+  for (const json& ban : {json(-100), json(false)}) {
+    json r = post(s.port(), "/v1/completions",
+                  {{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}, {"logit_bias", {{first, ban}}}});
+    CHECK(r["choices"][0]["text"] != text_of({want[0]}, tok));
+  }
+  // A token favoured by +100 is chosen.
+  const int32_t other = want[0].token == 100 ? 101 : 100;
+  json r = post(s.port(), "/v1/completions",
+                {{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0},
+                 {"logit_bias", json::array({json::array({other, 100})})}});
+  CHECK(r["choices"][0]["text"] == tok.decode(std::vector<int32_t>{other}));
+  json bad = post(s.port(), "/v1/completions",
+                  {{"prompt", prompt}, {"max_tokens", 1}, {"logit_bias", {{"99999999", 1}}}}, 400);
+  CHECK(bad["error"]["param"] == "logit_bias");
+}
+
 TEST_CASE("completion logprobs have OpenAI's legacy shape and the Generator's values", "[api]") {
   LocalServer s;
   const auto& tok = s.model->tokenizer();

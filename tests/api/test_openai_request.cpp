@@ -65,11 +65,32 @@ TEST_CASE("request fields are read with their precedence and conversions", "[api
   CHECK(c.engine.stop == std::vector<std::string>{"a"});  // empty stop strings are dropped
 }
 
+TEST_CASE("logit_bias is read in OpenAI's object and llama-server's pair forms, false bans", "[api]") {
+  auto r = parse_generation_request(R"({"prompt":"x","logit_bias":{"15":2.5,"3":false}})", Endpoint::kCompletions, 1);
+  using Bias = std::vector<std::pair<int32_t, float>>;
+  CHECK(r.engine.sampling.logit_bias == Bias{{15, 2.5f}, {3, -std::numeric_limits<float>::infinity()}});
+  r = parse_generation_request(R"({"prompt":"x","logit_bias":[[7,-100],[8,false]]})", Endpoint::kCompletions, 1);
+  CHECK(r.engine.sampling.logit_bias == Bias{{7, -100.0f}, {8, -std::numeric_limits<float>::infinity()}});
+  // Accepted no-op forms of the unsupported fields.
+  r = parse_generation_request(R"({"prompt":"x","best_of":1,"response_format":{"type":"text"},"tools":[]})",
+                               Endpoint::kCompletions, 1);
+  CHECK(r.engine.sampling.logit_bias.empty());
+}
+
 TEST_CASE("every rejected field is named in the error", "[api]") {
   CHECK(param_of("") == "body");
   CHECK(param_of("nul") == "body");
   CHECK(param_of(R"("text")") == "body");
   CHECK(param_of(R"({"prompt":"x","temperature":1e309})") == "body");  // beyond double: not a 500
+  CHECK(param_of(R"({"prompt":"x","logit_bias":5})") == "logit_bias");
+  CHECK(param_of(R"({"prompt":"x","logit_bias":{"abc":1}})") == "logit_bias.abc");
+  CHECK(param_of(R"({"prompt":"x","logit_bias":{"-3":1}})") == "logit_bias.-3");
+  CHECK(param_of(R"({"prompt":"x","logit_bias":{"7":101}})") == "logit_bias.7");
+  CHECK(param_of(R"({"prompt":"x","logit_bias":{"7":true}})") == "logit_bias.7");
+  CHECK(param_of(R"({"prompt":"x","logit_bias":[[1]]})") == "logit_bias[0]");
+  CHECK(param_of(R"({"prompt":"x","best_of":2})") == "best_of");
+  CHECK(param_of(R"({"prompt":"x","response_format":{"type":"json_object"}})") == "response_format");
+  CHECK(param_of(R"({"prompt":"x","tools":[{"type":"function"}]})") == "tools");
   CHECK(param_of(R"({"prompt":{}})") == "prompt");
   CHECK(param_of(R"({"prompt":[]})") == "prompt");
   CHECK(param_of(R"({"prompt":[[]]})") == "prompt[0]");

@@ -254,6 +254,38 @@ TEST_CASE("penalties look only at the last repeat_last_n tokens of the history")
   CHECK(Sampler(p).sample(logits, history) == 0);
 }
 
+TEST_CASE("logit_bias is added before the penalties, -inf bans, ids past the vocabulary are refused") {
+  SamplerParams p = plain();
+  p.temperature = 0.0f;
+  const std::vector<float> logits = {5.0f, 4.0f, 1.0f};
+  CHECK(Sampler(p).sample(logits, {}) == 0);
+  p.logit_bias = {{0, kNegInf}};
+  CHECK(Sampler(p).sample(logits, {}) == 1);
+  p.logit_bias = {{2, 3.5f}};
+  CHECK(Sampler(p).sample(logits, {}) == 2);
+  // First the bias, then the penalty on the biased logit (llama.cpp's chain order): token 2 at
+  // 1 + 7 = 8 is divided by 10 and loses to token 0.
+  p.logit_bias = {{2, 7.0f}};
+  p.repeat_penalty = 10.0f;
+  CHECK(Sampler(p).sample(logits, std::vector<int32_t>{2}) == 0);
+  p.repeat_penalty = 1.0f;
+  // The distribution sees the same biased logits.
+  p.temperature = 1.0f;
+  p.logit_bias = {{1, 1.0f}};
+  const auto dist = Sampler(p).distribution(logits, {});
+  const double z = std::exp(5.0) + std::exp(5.0) + std::exp(1.0);
+  REQUIRE(dist.size() == 3);
+  CHECK(dist[1].p == Approx(std::exp(5.0) / z));
+  p.logit_bias = {{3, 1.0f}};
+  CHECK_THROWS_WITH(Sampler(p).sample(logits, {}), Catch::Contains("logit_bias token 3"));
+  p.logit_bias = {{-1, 1.0f}};
+  CHECK_THROWS_WITH(validate(p), Catch::Contains("negative"));
+  p.logit_bias = {{0, std::numeric_limits<float>::quiet_NaN()}};
+  CHECK_THROWS_WITH(validate(p), Catch::Contains("logit_bias"));
+  p.logit_bias = {{0, std::numeric_limits<float>::infinity()}};
+  CHECK_THROWS_WITH(validate(p), Catch::Contains("logit_bias"));
+}
+
 TEST_CASE("tokens with a -inf logit are never drawn") {
   SamplerParams p = plain();
   Sampler sampler(p);
