@@ -261,6 +261,9 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
   }
   if (const json* tools = field(j, "tools"); tools && !(tools->is_array() && tools->empty()))
     throw bad_request("tools", "'tools' (function calling) is not supported");
+  for (const char* constraint : {"grammar", "json_schema"})  // llama-server's constrained sampling
+    if (const json* c = field(j, constraint); c && !(c->is_string() && c->get<std::string>().empty()))
+      throw bad_request(constraint, fmt::format("'{}' (constrained sampling) is not supported", constraint));
   r.stream = get_bool(j, "stream").value_or(false);
   if (const json* so = field(j, "stream_options")) {
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);

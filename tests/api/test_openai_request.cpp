@@ -91,6 +91,8 @@ TEST_CASE("every rejected field is named in the error", "[api]") {
   CHECK(param_of(R"({"prompt":"x","best_of":2})") == "best_of");
   CHECK(param_of(R"({"prompt":"x","response_format":{"type":"json_object"}})") == "response_format");
   CHECK(param_of(R"({"prompt":"x","tools":[{"type":"function"}]})") == "tools");
+  CHECK(param_of(R"({"prompt":"x","grammar":"root ::= \"a\""})") == "grammar");
+  CHECK(param_of(R"({"prompt":"x","json_schema":{"type":"object"}})") == "json_schema");
   CHECK(param_of(R"({"prompt":{}})") == "prompt");
   CHECK(param_of(R"({"prompt":[]})") == "prompt");
   CHECK(param_of(R"({"prompt":[[]]})") == "prompt[0]");
