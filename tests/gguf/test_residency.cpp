@@ -68,7 +68,7 @@ uint64_t touch(std::span<const uint8_t> d) {
 
 }  // namespace
 
-TEST_CASE("opening a model maps only its header; touching layers maps only those layers") {
+TEST_CASE("opening a model maps only its header, touching layers maps only those layers") {
   const std::string path = write_big_model();
   const uint64_t file_bytes = std::filesystem::file_size(path);
   REQUIRE(file_bytes > 48'000'000);

@@ -76,7 +76,7 @@ TEST_CASE("a wrong secret is refused on both sides without retries and nothing i
   CHECK(eventually([&] { return server.node->connection_count() == 0; }));
 }
 
-TEST_CASE("secure and insecure peers refuse each other; two insecure peers connect") {
+TEST_CASE("secure and insecure peers refuse each other, two insecure peers connect") {
   WallClockBound bound(30s, "insecure mismatch");
   EchoServer secure(node_options("secure", AuthConfig::with_secret(kSecret)));
   EchoServer insecure(node_options("insecure", AuthConfig::insecure()));

@@ -66,7 +66,7 @@ Run ctl(const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("engine-coordinator with nodes: auto serves the workers that join; engine-ctl status shows them",
+TEST_CASE("engine-coordinator with nodes: auto serves the workers that join, engine-ctl status shows them",
           "[registry]") {
   const std::string model = baton::test::shared_path("models/stories260K.gguf");
   const uint16_t http = free_port_pair();

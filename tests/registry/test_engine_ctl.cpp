@@ -89,7 +89,7 @@ TEST_CASE("engine-ctl doctor: reachability like nc -zv, coverage, memory fit, ex
   CHECK(missing.out.find("FAIL  model /nonexistent/model.gguf") != std::string::npos);
 }
 
-TEST_CASE("engine-ctl status: prints the cluster table of GET /v1/cluster; exit 1 when not ready or unreachable",
+TEST_CASE("engine-ctl status: prints the cluster table of GET /v1/cluster, exit 1 when not ready or unreachable",
           "[registry]") {
   httplib::Server server;
   std::atomic<bool> ready{true};

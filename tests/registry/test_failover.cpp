@@ -145,7 +145,7 @@ bool eventually(Pred pred, std::chrono::milliseconds limit) {
 
 }  // namespace
 
-TEST_CASE("failover: a worker killed mid-generation; the coordinator re-plans and the stream continues unchanged",
+TEST_CASE("failover: a worker killed mid-generation, the coordinator re-plans and the stream continues unchanged",
           "[registry]") {
   const uint16_t port = free_port();
   auto w1 = join("w1", port), w2 = join("w2", port), w3 = join("w3", port);
@@ -186,7 +186,7 @@ TEST_CASE("failover: a worker killed mid-generation; the coordinator re-plans an
 }
 
 TEST_CASE("failover: a worker frozen mid-generation (SIGSTOP, connection left open) is given up after the heartbeat "
-          "timeout; the stream continues unchanged",
+          "timeout, the stream continues unchanged",
           "[registry]") {
   const uint16_t port = free_port();
   auto w1 = join("w1", port), w2 = join("w2", port), w3 = join("w3", port);

@@ -32,7 +32,7 @@ NodeRecord record(const std::string& id) {
 
 }  // namespace
 
-TEST_CASE("node registry: silent nodes go offline after the timeout; heartbeats bring them back") {
+TEST_CASE("node registry: silent nodes go offline after the timeout, heartbeats bring them back") {
   NodeRegistry reg({std::chrono::milliseconds(3000), ""});
   reg.register_node(record("a"), 1);
   reg.register_node(record("b"), 2);
@@ -60,7 +60,7 @@ TEST_CASE("node registry: silent nodes go offline after the timeout; heartbeats 
   CHECK(reg.find("a")->reason == "deregistered: SIGTERM");
 }
 
-TEST_CASE("node registry: persists nodes and plan; a restart recovers them offline; bad files are named") {
+TEST_CASE("node registry: persists nodes and plan, a restart recovers them offline, bad files are named") {
   const std::string path = baton::test::temp_dir() + "/reg.json";
   SavedPlan plan{"0123456789abcdef0123456789abcdef", 256, 2, {{"a", 0, 3}, {"b", 3, 5}}};
   {

@@ -66,7 +66,7 @@ TEST_CASE("planner: contiguous ranges in proportion to speed, in id order") {
   CHECK(plan[2].bytes_needed == 12 * 10 * kMiB);
 }
 
-TEST_CASE("planner: equal nodes split evenly; memory decides when no speed was measured") {
+TEST_CASE("planner: equal nodes split evenly, memory decides when no speed was measured") {
   auto m = footprint(10, 1);
   auto even = plan_nodes({node("w1", 1000, 5), node("w2", 1000, 5)}, m, no_headroom());
   REQUIRE(even.size() == 2);

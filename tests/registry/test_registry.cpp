@@ -112,7 +112,7 @@ NodeState state_of(DynamicCluster& d, const std::string& id) {
 
 }  // namespace
 
-TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one process; kill -9 and SIGTERM", "[registry]") {
+TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one process, kill -9 and SIGTERM", "[registry]") {
   const std::string secret = write_secret("registry test secret");
   const std::string file = baton::test::temp_dir() + "/nodes-a.json";
   const uint16_t port = free_port();
@@ -245,7 +245,7 @@ TEST_CASE("registry: a silent worker (SIGSTOP: socket open, no heartbeats) goes 
   CHECK(eventually([&] { return state_of(dc, "quiet") == NodeState::kOnline; }, 3000ms) >= 0ms);
 }
 
-TEST_CASE("registry: a node joining or leaving an idle cluster triggers a re-plan; unchanged ranges are re-adopted",
+TEST_CASE("registry: a node joining or leaving an idle cluster triggers a re-plan, unchanged ranges are re-adopted",
           "[registry]") {
   const std::string secret = write_secret("replan secret");
   const uint16_t port = free_port();

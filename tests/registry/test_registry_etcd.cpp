@@ -45,7 +45,7 @@ double seconds_until(Pred pred, std::chrono::milliseconds limit) {
 
 }  // namespace
 
-TEST_CASE("registry over etcd: workers announce, the coordinator plans and serves; withdraw and lease expiry",
+TEST_CASE("registry over etcd: workers announce, the coordinator plans and serves, withdraw and lease expiry",
           "[registry]") {
   if (baton::test::EtcdServer::find_binary().empty()) {
     WARN("etcd not installed: skipped");

@@ -63,7 +63,7 @@ void check_bitwise_solo(LocalModel& ref, const CompletionRequest& r, const Outco
 
 }  // namespace
 
-TEST_CASE("scheduler rebuild: a pass lost mid-generation is repaired; the sequences continue bitwise unchanged",
+TEST_CASE("scheduler rebuild: a pass lost mid-generation is repaired, the sequences continue bitwise unchanged",
           "[registry]") {
   // F32 (stories260K) and a K-quant model, whose row orders depend on the rows per pass.
   const std::string path = GENERATE(std::string("models/stories260K.gguf"),
@@ -100,7 +100,7 @@ TEST_CASE("scheduler rebuild: a pass lost mid-generation is repaired; the sequen
   CHECK(sched.stats().failed == 0);
 }
 
-TEST_CASE("scheduler rebuild: a repair that fails ends the sequences with its message; unavailable refuses requests",
+TEST_CASE("scheduler rebuild: a repair that fails ends the sequences with its message, unavailable refuses requests",
           "[registry]") {
   auto a = load_stories(1);
   QueueingLayers first(a->layers());
@@ -134,7 +134,7 @@ TEST_CASE("scheduler rebuild: a repair that declines (not a lost node) ends the 
   CHECK(sched.stats().resumed == 0);
 }
 
-TEST_CASE("scheduler rebuild: run_exclusive swaps the runner between steps; a running request continues unchanged",
+TEST_CASE("scheduler rebuild: run_exclusive swaps the runner between steps, a running request continues unchanged",
           "[registry]") {
   auto a = load_stories(1), b = load_stories(1), ref = load_stories(1);
   ControlledLayers first(a->layers());

@@ -261,7 +261,7 @@ TEST_CASE("logit_bias is added before the penalties, -inf bans, ids past the voc
   CHECK(Sampler(p).sample(logits, {}) == 0);
   p.logit_bias = {{0, kNegInf}};
   CHECK(Sampler(p).sample(logits, {}) == 1);
-  p.logit_bias = {{2, 3.5f}};
+  p.logit_bias = {{2, 4.5f}};  // 1 + 4.5 beats 5
   CHECK(Sampler(p).sample(logits, {}) == 2);
   // First the bias, then the penalty on the biased logit (llama.cpp's chain order): token 2 at
   // 1 + 7 = 8 is divided by 10 and loses to token 0.
