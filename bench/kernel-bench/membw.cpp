@@ -75,45 +75,39 @@ __attribute__((target("avx2,fma"))) float fma_loop_avx2(int64_t iters) {
 // multiply-adds into int32 lanes.
 // The maddubs chains feed their own accumulator back as the unsigned bytes, so nothing is loop
 // invariant; their latency (maddubs + madd + add) is covered by the 12 chains.
-#define BATON_DOT12(F) \
-  a0 = F(a0); a1 = F(a1); a2 = F(a2); a3 = F(a3); a4 = F(a4); a5 = F(a5); \
-  a6 = F(a6); a7 = F(a7); a8 = F(a8); a9 = F(a9); a10 = F(a10); a11 = F(a11);
+// The body of a zmm dot loop: 12 chains a0..a11 stepped by F(a) `iters` times, then summed.
+#define BATON_DOT12_ZMM_BODY(F)                                                                                      \
+  __m512i a0 = _mm512_set1_epi32(1), a1 = _mm512_set1_epi32(2), a2 = _mm512_set1_epi32(3), a3 = _mm512_set1_epi32(4), \
+          a4 = _mm512_set1_epi32(5), a5 = _mm512_set1_epi32(6), a6 = _mm512_set1_epi32(7), a7 = _mm512_set1_epi32(8), \
+          a8 = _mm512_set1_epi32(9), a9 = _mm512_set1_epi32(10), a10 = _mm512_set1_epi32(11),                         \
+          a11 = _mm512_set1_epi32(12);                                                                               \
+  for (int64_t i = 0; i < iters; ++i) {                                                                              \
+    a0 = F(a0); a1 = F(a1); a2 = F(a2); a3 = F(a3); a4 = F(a4); a5 = F(a5);                                          \
+    a6 = F(a6); a7 = F(a7); a8 = F(a8); a9 = F(a9); a10 = F(a10); a11 = F(a11);                                      \
+  }                                                                                                                  \
+  const __m512i t = _mm512_add_epi32(                                                                                \
+      _mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),                                          \
+      _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)),                         \
+                       _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11))));                     \
+  alignas(64) int32_t out[16];                                                                                       \
+  _mm512_store_si512(out, t);                                                                                        \
+  return out[0] + out[15];
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) int32_t dot_loop_vnni(int64_t iters) {
-  __m512i a0 = _mm512_set1_epi32(1), a1 = _mm512_set1_epi32(2), a2 = _mm512_set1_epi32(3), a3 = _mm512_set1_epi32(4),
-          a4 = _mm512_set1_epi32(5), a5 = _mm512_set1_epi32(6), a6 = _mm512_set1_epi32(7), a7 = _mm512_set1_epi32(8),
-          a8 = _mm512_set1_epi32(9), a9 = _mm512_set1_epi32(10), a10 = _mm512_set1_epi32(11), a11 = _mm512_set1_epi32(12);
   const __m512i u = _mm512_set1_epi32(0x01020304), s = _mm512_set1_epi32(0x01FF01FF);
 #define BATON_STEP(a) _mm512_dpbusd_epi32(a, u, s)
-  for (int64_t i = 0; i < iters; ++i) {
-    BATON_DOT12(BATON_STEP)
-  }
+  BATON_DOT12_ZMM_BODY(BATON_STEP)
 #undef BATON_STEP
-  const __m512i t = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
-                                     _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)),
-                                                      _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11))));
-  alignas(64) int32_t out[16];
-  _mm512_store_si512(out, t);
-  return out[0] + out[15];
 }
 
 __attribute__((target("avx512f,avx512bw"))) int32_t dot_loop_avx512bw(int64_t iters) {
-  __m512i a0 = _mm512_set1_epi32(1), a1 = _mm512_set1_epi32(2), a2 = _mm512_set1_epi32(3), a3 = _mm512_set1_epi32(4),
-          a4 = _mm512_set1_epi32(5), a5 = _mm512_set1_epi32(6), a6 = _mm512_set1_epi32(7), a7 = _mm512_set1_epi32(8),
-          a8 = _mm512_set1_epi32(9), a9 = _mm512_set1_epi32(10), a10 = _mm512_set1_epi32(11), a11 = _mm512_set1_epi32(12);
   const __m512i s = _mm512_set1_epi32(0x01FF01FF), ones = _mm512_set1_epi16(1);
 #define BATON_STEP(a) _mm512_add_epi32(a, _mm512_madd_epi16(_mm512_maddubs_epi16(a, s), ones))
-  for (int64_t i = 0; i < iters; ++i) {
-    BATON_DOT12(BATON_STEP)
-  }
+  BATON_DOT12_ZMM_BODY(BATON_STEP)
 #undef BATON_STEP
-  const __m512i t = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
-                                     _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)),
-                                                      _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11))));
-  alignas(64) int32_t out[16];
-  _mm512_store_si512(out, t);
-  return out[0] + out[15];
 }
+
+#undef BATON_DOT12_ZMM_BODY
 
 // Eight chains here: twelve accumulators plus the constants exceed AVX2's 16 registers (spills
 // halved the rate); eight cover the chain latency as well.
@@ -134,7 +128,6 @@ __attribute__((target("avx2"))) int32_t dot_loop_avx2(int64_t iters) {
   return out[0] + out[7];
 }
 
-#undef BATON_DOT12
 
 // The last-level cache as the kernel reports it (lscpu's source); sysconf as a fallback.
 double llc_bytes() {
