@@ -7,7 +7,9 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <limits>
 #include <random>
+#include <set>
 
 #include "engine/api/http_server_impl.h"
 #include "engine/api/openai_response.h"
@@ -96,10 +98,15 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
     engine.prompt = r.prompt.tokens;
   }
 
-  for (const auto& [id, bias] : engine.sampling.logit_bias)
+  std::set<int32_t> banned;
+  for (const auto& [id, bias] : engine.sampling.logit_bias) {
     if (id >= tok.n_vocab())
       throw bad_request("logit_bias", fmt::format("'logit_bias' token {} is outside the vocabulary (n_vocab = {})", id,
                                                   tok.n_vocab()));
+    if (bias == -std::numeric_limits<float>::infinity()) banned.insert(id);
+  }
+  if (static_cast<int64_t>(banned.size()) == tok.n_vocab())
+    throw bad_request("logit_bias", "'logit_bias' bans every token of the vocabulary: nothing could be generated");
 
   std::shared_ptr<serving::RequestHandle> handle;
   try {

@@ -81,6 +81,11 @@ TEST_CASE("logit_bias bans or favours tokens of a greedy completion, and unknown
   json bad = post(s.port(), "/v1/completions",
                   {{"prompt", prompt}, {"max_tokens", 1}, {"logit_bias", {{"99999999", 1}}}}, 400);
   CHECK(bad["error"]["param"] == "logit_bias");
+  // Banning the whole vocabulary is the request's error (400), not a failed generation (502).
+  json all = json::object();
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) all[std::to_string(id)] = false;
+  bad = post(s.port(), "/v1/completions", {{"prompt", prompt}, {"max_tokens", 1}, {"logit_bias", all}}, 400);
+  CHECK(bad["error"]["message"].get<std::string>().find("every token") != std::string::npos);
 }
 
 TEST_CASE("completion logprobs have OpenAI's legacy shape and the Generator's values", "[api]") {
