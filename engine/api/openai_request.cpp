@@ -212,14 +212,14 @@ std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& obj) {
       throw bad_request(at, fmt::format("'{}' must be a token id (a non-negative integer)", at));
     return static_cast<int32_t>(x);
   };
+  if ((v->is_object() || v->is_array()) && v->size() > 1024)
+    throw bad_request("logit_bias", fmt::format("'logit_bias' holds {} tokens; at most 1024", v->size()));
   if (v->is_object()) {
-    if (v->size() > 1024) throw bad_request("logit_bias", fmt::format("'logit_bias' holds {} tokens; at most 1024", v->size()));
     for (const auto& [key, b] : v->items()) {
       const std::string at = "logit_bias." + key;
       out.emplace_back(id_of(json(key), at), bias_of(b, at));
     }
   } else if (v->is_array()) {
-    if (v->size() > 1024) throw bad_request("logit_bias", fmt::format("'logit_bias' holds {} tokens; at most 1024", v->size()));
     for (size_t i = 0; i < v->size(); ++i) {
       const std::string at = fmt::format("logit_bias[{}]", i);
       const json& e = (*v)[i];

@@ -114,7 +114,7 @@ int32_t Sampler::filter(std::span<const float> logits, std::span<const int32_t> 
     candidates_[i] = Candidate{static_cast<int32_t>(i), logit};
   }
   for (const auto& [id, bias] : params_.logit_bias) {
-    if (id < 0 || static_cast<size_t>(id) >= n_vocab)
+    if (static_cast<size_t>(id) >= n_vocab)  // ids >= 0: validate()
       fail("sampler: logit_bias token {} is outside the vocabulary [0, {})", id, n_vocab);
     candidates_[static_cast<size_t>(id)].logit += bias;
   }

@@ -70,6 +70,7 @@ class Bench {
     }
     depth_ = depth;
   }
+  int depth() const { return depth_; }
 
   // Seconds for one batch of n prompt tokens after the context.
   double prompt(int n) {
@@ -256,7 +257,6 @@ int main(int argc, char** argv) {
       uint64_t n_params = 0;
       for (const auto& t : file.tensors()) n_params += t.n_elements();
       bench.generate(2);  // warm up: page in the weights, spin up the pool
-      int depth = 0;
       auto report = [&](const std::string& test, int n, std::vector<double> seconds) {
         std::vector<double> tps;
         for (double s : seconds) tps.push_back(n / s);
@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
         }
         results.push_back({{"model", o.model}, {"model_type", model_type(file, mconfig)}, {"size", size},
                            {"params", n_params}, {"threads", nth}, {"test", test}, {"avg_ts", st.mean},
-                           {"stddev_ts", st.sd}, {"samples_ts", tps}, {"n_depth", depth},
+                           {"stddev_ts", st.sd}, {"samples_ts", tps}, {"n_depth", bench.depth()},
                            {"layer_weight_gbps", test.rfind("tg", 0) == 0 ? weight_bytes * st.mean / 1e9 : 0.0}});
       };
       // One test ("pp128", "tg64 @ d2048"): its repetitions, its table row and, on a cluster,
@@ -282,12 +282,12 @@ int main(int argc, char** argv) {
         std::vector<double> s;
         const auto before = cluster ? cluster->metrics() : baton::pipeline::ClusterMetrics{};
         for (int r = 0; r < o.reps; ++r) s.push_back(once(n));
+        const int depth = bench.depth();
         const std::string test = fmt::format("{}{}{}", kind, n, depth > 0 ? fmt::format(" @ d{}", depth) : "");
         report(test, n, s);
         if (cluster) print_stage_stats(test, *cluster, before, results.back(), o.output == "md");
       };
       for (int d : o.n_depth) {
-        depth = d;
         bench.set_depth(d);
         for (int p : o.n_prompt) run_test("pp", p, [&](int count) { return bench.prompt(count); });
         for (int n : o.n_gen) run_test("tg", n, [&](int count) { return bench.generate(count); });
