@@ -7,23 +7,17 @@
 #include <limits>
 
 #include "engine/base/error.h"
+#include "engine/sampling/token_order.h"
 
 namespace baton {
 
 namespace {
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 void check_row(std::span<const float> logits) {
   if (logits.empty()) fail("logprobs: the logits row is empty (expected n_vocab values)");
   if (logits.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     fail("logprobs: {} logits exceed the largest token id", logits.size());
   }
-}
-
-// Best first: higher logit, then lower id.
-bool better(float la, int32_t ia, float lb, int32_t ib) {
-  return la > lb || (la == lb && ia < ib);
 }
 
 std::vector<TokenLogprob> select_top(std::span<const float> logits, size_t n, double log_z) {
@@ -34,9 +28,9 @@ std::vector<TokenLogprob> select_top(std::span<const float> logits, size_t n, do
   for (size_t i = 0; i < logits.size(); ++i) {
     const float logit = logits[i];
     const auto id = static_cast<int32_t>(i);
-    if (top.size() == n && !better(logit, id, top.back().logprob, top.back().id)) continue;
+    if (top.size() == n && !ranks_before(logit, id, top.back().logprob, top.back().id)) continue;
     auto pos = std::find_if(top.begin(), top.end(), [&](const TokenLogprob& t) {
-      return better(logit, id, t.logprob, t.id);
+      return ranks_before(logit, id, t.logprob, t.id);
     });
     top.insert(pos, TokenLogprob{id, logit});
     if (top.size() > n) top.pop_back();

@@ -9,12 +9,11 @@
 #include <limits>
 
 #include "engine/base/error.h"
+#include "engine/sampling/token_order.h"
 
 namespace baton {
 
 namespace {
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // First chunk of the best-first prefix that top_p sorts; it grows x4 while the mass is short.
 constexpr size_t kTopPFirstChunk = 64;
@@ -184,21 +183,12 @@ void Sampler::apply_penalties(std::span<const int32_t> history) {
   }
 }
 
-namespace {
-
-// Best first: higher logit, then lower id (a total order, so selection is deterministic).
-bool better(float la, int32_t ia, float lb, int32_t ib) {
-  return la > lb || (la == lb && ia < ib);
-}
-
-}  // namespace
-
 void Sampler::apply_top_k() {
   const size_t n = candidates_.size();
   const auto k = static_cast<size_t>(params_.top_k);
   const auto is_masked = [](const Candidate& c) { return c.logit == kNegInf; };
   const auto cmp = [](const Candidate& a, const Candidate& b) {
-    return better(a.logit, a.id, b.logit, b.id);
+    return ranks_before(a.logit, a.id, b.logit, b.id);
   };
   if (k == 0 || k >= n) {
     std::erase_if(candidates_, is_masked);
@@ -254,7 +244,7 @@ void Sampler::apply_top_p_min_p() {
   if (!use_top_p) return;
 
   const auto cmp = [](const Candidate& a, const Candidate& b) {
-    return better(a.logit, a.id, b.logit, b.id);
+    return ranks_before(a.logit, a.id, b.logit, b.id);
   };
   const size_t n = candidates_.size();
   size_t sorted = 0;

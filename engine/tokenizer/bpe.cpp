@@ -14,7 +14,7 @@ const PreTokenizerSpec& spec_of(const Vocab& vocab) {
   return spec ? *spec : default_pre_tokenizer();
 }
 
-struct Symbol {
+struct BpeSymbol {
   int prev;
   int next;
   size_t offset;
@@ -22,7 +22,7 @@ struct Symbol {
   int32_t id;  // token of this text, kNoToken if none
 };
 
-struct Bigram {
+struct BpeBigram {
   int left;
   int right;
   int32_t rank;
@@ -31,8 +31,8 @@ struct Bigram {
   int32_t merged;
 };
 
-struct LowerPriority {
-  bool operator()(const Bigram& a, const Bigram& b) const {
+struct BpeLowerPriority {
+  bool operator()(const BpeBigram& a, const BpeBigram& b) const {
     return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
   }
 };
@@ -58,7 +58,7 @@ void BpeEncoder::encode_word(std::string_view word, std::vector<int32_t>& out) c
       return;
     }
   }
-  std::vector<Symbol> symbols;
+  std::vector<BpeSymbol> symbols;
   symbols.reserve(word.size());
   for (size_t offset = 0; offset < word.size();) {
     const size_t n = std::min(utf8_seq_len(static_cast<uint8_t>(word[offset])), word.size() - offset);
@@ -68,7 +68,7 @@ void BpeEncoder::encode_word(std::string_view word, std::vector<int32_t>& out) c
     offset += n;
   }
 
-  std::priority_queue<Bigram, std::vector<Bigram>, LowerPriority> queue;
+  std::priority_queue<BpeBigram, std::vector<BpeBigram>, BpeLowerPriority> queue;
   auto try_add = [&](int left, int right) {
     if (left < 0 || right < 0) return;
     const int32_t l = symbols[left].id;
@@ -82,10 +82,10 @@ void BpeEncoder::encode_word(std::string_view word, std::vector<int32_t>& out) c
   for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add(i - 1, i);
 
   while (!queue.empty()) {
-    const Bigram b = queue.top();
+    const BpeBigram b = queue.top();
     queue.pop();
-    Symbol& l = symbols[b.left];
-    Symbol& r = symbols[b.right];
+    BpeSymbol& l = symbols[b.left];
+    BpeSymbol& r = symbols[b.right];
     if (l.n == 0 || r.n == 0 || l.id != b.left_id || r.id != b.right_id) continue;  // stale
     l.n += r.n;
     l.id = b.merged;
@@ -97,7 +97,7 @@ void BpeEncoder::encode_word(std::string_view word, std::vector<int32_t>& out) c
   }
 
   for (int i = 0; i != -1 && !symbols.empty(); i = symbols[i].next) {
-    const Symbol& s = symbols[i];
+    const BpeSymbol& s = symbols[i];
     if (s.id != kNoToken) {
       out.push_back(s.id);
       continue;

@@ -8,22 +8,22 @@
 namespace baton::tokenizer {
 namespace {
 
-struct Symbol {
+struct SpmSymbol {
   int prev;
   int next;
   size_t offset;  // into the text
   size_t n;       // bytes; 0 once merged into its left neighbour
 };
 
-struct Bigram {
+struct SpmBigram {
   int left;
   int right;
   float score;
   size_t size;  // bytes of the merged text, to detect stale entries
 };
 
-struct LowerPriority {
-  bool operator()(const Bigram& a, const Bigram& b) const {
+struct SpmLowerPriority {
+  bool operator()(const SpmBigram& a, const SpmBigram& b) const {
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   }
 };
@@ -31,7 +31,7 @@ struct LowerPriority {
 }  // namespace
 
 void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const {
-  std::vector<Symbol> symbols;
+  std::vector<SpmSymbol> symbols;
   symbols.reserve(text.size());
   for (size_t offset = 0; offset < text.size();) {
     const size_t n = std::min(utf8_seq_len(static_cast<uint8_t>(text[offset])), text.size() - offset);
@@ -41,10 +41,10 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
   }
   if (symbols.empty()) return;
 
-  std::priority_queue<Bigram, std::vector<Bigram>, LowerPriority> queue;
+  std::priority_queue<SpmBigram, std::vector<SpmBigram>, SpmLowerPriority> queue;
   auto try_add = [&](int left, int right) {
     if (left < 0 || right < 0) return;
-    const Symbol& l = symbols[left];
+    const SpmSymbol& l = symbols[left];
     const size_t size = l.n + symbols[right].n;
     const int32_t id = vocab_.find(text.substr(l.offset, size));
     if (id == kNoToken) return;
@@ -53,10 +53,10 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
   for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add(i - 1, i);
 
   while (!queue.empty()) {
-    const Bigram b = queue.top();
+    const SpmBigram b = queue.top();
     queue.pop();
-    Symbol& l = symbols[b.left];
-    Symbol& r = symbols[b.right];
+    SpmSymbol& l = symbols[b.left];
+    SpmSymbol& r = symbols[b.right];
     if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;  // stale
     l.n += r.n;
     r.n = 0;
@@ -67,7 +67,7 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
   }
 
   for (int i = 0; i != -1; i = symbols[i].next) {
-    const Symbol& s = symbols[i];
+    const SpmSymbol& s = symbols[i];
     const std::string_view piece = text.substr(s.offset, s.n);
     // a merged symbol is always a token; only single characters can miss
     if (const int32_t id = vocab_.find(piece); id != kNoToken) {

@@ -17,7 +17,7 @@ using namespace baton::test;
 
 const std::string kPrompt = "Once upon a time, there was a little";
 
-json post(int port, const std::string& path, const json& body, int want_status = 200) {
+json post_json(int port, const std::string& path, const json& body, int want_status = 200) {
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(20);
   auto res = c.Post(path.c_str(), body.dump(), "application/json");
@@ -42,7 +42,7 @@ TEST_CASE("a greedy completion equals the Generator's, as text and as token ids,
   auto want = reference_steps(prompt, 12);
   REQUIRE(want.size() == 12);
 
-  json r = post(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 12}, {"temperature", 0}});
+  json r = post_json(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 12}, {"temperature", 0}});
   CHECK(r["object"] == "text_completion");
   CHECK(r["model"] == "stories260K");
   CHECK(r["id"].get<std::string>().rfind("cmpl-", 0) == 0);
@@ -53,9 +53,9 @@ TEST_CASE("a greedy completion equals the Generator's, as text and as token ids,
   CHECK(r["usage"]["total_tokens"] == prompt.size() + 12);
 
   // The same prompt as token ids, and as a list of one prompt.
-  json ids = post(s.port(), "/v1/completions", {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}});
+  json ids = post_json(s.port(), "/v1/completions", {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}});
   CHECK(ids["choices"][0]["text"] == r["choices"][0]["text"]);
-  json listed = post(s.port(), "/v1/completions", {{"prompt", {kPrompt}}, {"max_tokens", 12}, {"temperature", 0}});
+  json listed = post_json(s.port(), "/v1/completions", {{"prompt", {kPrompt}}, {"max_tokens", 12}, {"temperature", 0}});
   CHECK(listed["choices"][0]["text"] == r["choices"][0]["text"]);
 }
 
@@ -68,23 +68,23 @@ TEST_CASE("logit_bias bans or favours tokens of a greedy completion, and unknown
   const std::string first = std::to_string(want[0].token);
   // Banned (OpenAI's -100 and llama-server's false): the first token changes.
   for (const json& ban : {json(-100), json(false)}) {
-    json r = post(s.port(), "/v1/completions",
+    json r = post_json(s.port(), "/v1/completions",
                   {{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}, {"logit_bias", {{first, ban}}}});
     CHECK(r["choices"][0]["text"] != text_of({want[0]}, tok));
   }
   // A token favoured by +100 is chosen.
   const int32_t other = want[0].token == 100 ? 101 : 100;
-  json r = post(s.port(), "/v1/completions",
+  json r = post_json(s.port(), "/v1/completions",
                 {{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0},
                  {"logit_bias", json::array({json::array({other, 100})})}});
   CHECK(r["choices"][0]["text"] == tok.decode(std::vector<int32_t>{other}));
-  json bad = post(s.port(), "/v1/completions",
+  json bad = post_json(s.port(), "/v1/completions",
                   {{"prompt", prompt}, {"max_tokens", 1}, {"logit_bias", {{"99999999", 1}}}}, 400);
   CHECK(bad["error"]["param"] == "logit_bias");
   // Banning the whole vocabulary is the request's error (400), not a failed generation (502).
   json all = json::object();
   for (int32_t id = 0; id < tok.n_vocab(); ++id) all[std::to_string(id)] = false;
-  bad = post(s.port(), "/v1/completions", {{"prompt", prompt}, {"max_tokens", 1}, {"logit_bias", all}}, 400);
+  bad = post_json(s.port(), "/v1/completions", {{"prompt", prompt}, {"max_tokens", 1}, {"logit_bias", all}}, 400);
   CHECK(bad["error"]["message"].get<std::string>().find("every token") != std::string::npos);
 }
 
@@ -93,7 +93,7 @@ TEST_CASE("completion logprobs have OpenAI's legacy shape and the Generator's va
   const auto& tok = s.model->tokenizer();
   auto prompt = tok.encode(kPrompt, true, true);
   auto want = reference_steps(prompt, 6, 3);
-  json r = post(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 3}});
+  json r = post_json(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 3}});
   const json& lp = r["choices"][0]["logprobs"];
   REQUIRE(lp["tokens"].size() == 6);
   REQUIRE(lp["token_logprobs"].size() == 6);
@@ -118,7 +118,7 @@ TEST_CASE("chat completions apply the model's template and report chat logprobs"
   json body = {{"messages", {{{"role", "system"}, {"content", "You tell stories."}},
                              {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Tell me about a cat."}}}}}}},
                {"max_completion_tokens", 8}, {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 2}};
-  json r = post(s.port(), "/v1/chat/completions", body);
+  json r = post_json(s.port(), "/v1/chat/completions", body);
   CHECK(r["object"] == "chat.completion");
   CHECK(r["choices"][0]["message"]["role"] == "assistant");
   CHECK(r["choices"][0]["message"]["content"] == text_of(want, tok));
@@ -134,7 +134,7 @@ TEST_CASE("chat completions apply the model's template and report chat logprobs"
 TEST_CASE("streaming sends SSE chunks that add up to the non-streamed text, then usage and [DONE]", "[api]") {
   LocalServer s;
   json req = {{"prompt", kPrompt}, {"max_tokens", 10}, {"temperature", 0}};
-  json whole = post(s.port(), "/v1/completions", req);
+  json whole = post_json(s.port(), "/v1/completions", req);
 
   req["stream"] = true;
   req["stream_options"] = {{"include_usage", true}};
@@ -165,7 +165,7 @@ TEST_CASE("streaming sends SSE chunks that add up to the non-streamed text, then
 TEST_CASE("chat streaming sends the role first, then content deltas, then finish_reason", "[api]") {
   LocalServer s;
   json req = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 6}, {"temperature", 0}};
-  json whole = post(s.port(), "/v1/chat/completions", req);
+  json whole = post_json(s.port(), "/v1/chat/completions", req);
   req["stream"] = true;
   RawResponse r = raw_request(s.port(), "POST", "/v1/chat/completions", req.dump());
   REQUIRE(r.status == 200);
@@ -189,7 +189,7 @@ TEST_CASE("chat streaming sends the role first, then content deltas, then finish
 
 TEST_CASE("a stop string ends the completion before it, with finish_reason stop", "[api]") {
   LocalServer s;
-  json whole = post(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 24}, {"temperature", 0}});
+  json whole = post_json(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 24}, {"temperature", 0}});
   std::string text = whole["choices"][0]["text"];
   // A word from the middle of the greedy text.
   auto at = text.find(' ', text.size() / 2);
@@ -200,7 +200,7 @@ TEST_CASE("a stop string ends the completion before it, with finish_reason stop"
     std::string got;
     std::string reason;
     if (!stream) {
-      json r = post(s.port(), "/v1/completions", req);
+      json r = post_json(s.port(), "/v1/completions", req);
       got = r["choices"][0]["text"];
       reason = r["choices"][0]["finish_reason"];
     } else {
@@ -272,7 +272,7 @@ TEST_CASE("a client that disconnects mid-stream cancels its request and frees th
   auto m = c.Get("/metrics");
   REQUIRE(m);
   CHECK(m->body.find("baton_streams_cancelled_total 1") != std::string::npos);
-  json r = post(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 4}});
+  json r = post_json(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 4}});
   CHECK(r["usage"]["completion_tokens"] == 4);
 }
 
@@ -285,7 +285,7 @@ TEST_CASE("with every slot busy and the queue full a request gets 503", "[api]")
   json req = {{"prompt", kPrompt}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}};
   busy.send_request("POST", "/v1/completions", req.dump());
   REQUIRE(busy.read_until("data: "));
-  json r = post(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 4}}, 503);
+  json r = post_json(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 4}}, 503);
   CHECK(r["error"]["code"] == 503);
   CHECK(r["error"]["type"] == "unavailable_error");
   CHECK(s.model->scheduler().stats().rejected == 1);
@@ -336,14 +336,14 @@ TEST_CASE("a non-streaming client that disconnects cancels its request and frees
   REQUIRE(m);
   CHECK(m->body.find("baton_requests_disconnected_total 1") != std::string::npos);
   CHECK(m->body.find("baton_active_slots 0") != std::string::npos);
-  json r = post(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 4}});
+  json r = post_json(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 4}});
   CHECK(r["usage"]["completion_tokens"] == 4);
 }
 
 TEST_CASE("a non-streaming request whose client stays connected is not cancelled by the probe", "[api]") {
   LocalServer s;
   // Long enough to span several probe intervals (50 ms).
-  json r = post(s.port(), "/v1/completions",
+  json r = post_json(s.port(), "/v1/completions",
                 {{"prompt", kPrompt}, {"max_tokens", 200}, {"ignore_eos", true}, {"temperature", 0}});
   CHECK(r["usage"]["completion_tokens"] == 200);
   httplib::Client c("127.0.0.1", s.port());

@@ -10,6 +10,7 @@
 #include "fixtures.h"
 #include "gguf/model_identity.h"
 #include "gguf/shard.h"
+#include "support/process.h"
 
 using namespace baton::gguf;
 
@@ -21,15 +22,8 @@ struct Run {
 };
 
 Run run(const std::string& args) {
-  const std::string tool = baton::test::binary_dir() + "/bin/engine-gguf";
-  std::FILE* p = ::popen((tool + " " + args + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  auto r = baton::test::run_shell(baton::test::binary_dir() + "/bin/engine-gguf " + args + " 2>&1");
+  return {r.status, std::move(r.out)};
 }
 
 bool tool_built() {

@@ -21,7 +21,7 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using baton::pipeline::ClusterMetrics;
 
-baton::GenerateOptions greedy(int n) {
+baton::GenerateOptions greedy_steps(int n) {
   baton::GenerateOptions go;
   go.n_predict = n;
   go.sampling.temperature = 0;
@@ -39,7 +39,7 @@ ClusterMetrics run_cluster(const std::vector<std::unique_ptr<baton::test::Worker
   std::this_thread::sleep_for(300ms);  // a few clock probes on every link
   baton::Generator g(cluster.head(), cluster.layers());
   auto prompt = cluster.tokenizer().encode("Once upon a time", true, true);
-  g.generate(1, prompt, greedy(n));
+  g.generate(1, prompt, greedy_steps(n));
   return cluster.metrics();
 }
 

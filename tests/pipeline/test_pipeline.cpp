@@ -22,6 +22,7 @@
 #include "gguf/gguf_file.h"
 #include "gguf/model_identity.h"
 #include "net/raw_peer.h"
+#include "cluster_helpers.h"
 #include "worker_process.h"
 
 namespace {
@@ -29,24 +30,12 @@ namespace {
 using baton::test::WorkerProcess;
 using Clock = std::chrono::steady_clock;
 
-struct Node {
-  const WorkerProcess* worker;
-  int64_t first, last;  // inclusive
-};
+using baton::test::cluster_yaml;
+using baton::test::config_of;
+using Node = baton::test::ClusterNode;
 
-std::string cluster_yaml(const std::string& model, const std::vector<Node>& nodes, const std::string& auth,
-                         double connect_timeout = 5, double load_timeout = 20) {
-  std::string y = fmt::format("model: {}\ncluster:\n  {}\n  connect_timeout: {}\n  load_timeout: {}\n  nodes:\n",
-                              model, auth, connect_timeout, load_timeout);
-  for (const auto& n : nodes)
-    y += fmt::format("    - {{ id: {}, host: 127.0.0.1, port: {}, layers: [{}, {}] }}\n", n.worker->id(),
-                     n.worker->port(), n.first, n.last);
-  return y;
-}
-
-baton::ClusterConfig config_of(const std::string& yaml) { return baton::parse_cluster_config(yaml, "test.yaml", "/"); }
-
-baton::GenerateOptions greedy(int n) {
+// Greedy with the top 5 log-probabilities, so a comparison covers the whole distribution's head.
+baton::GenerateOptions greedy_top5(int n) {
   baton::GenerateOptions go;
   go.n_predict = n;
   go.sampling.temperature = 0;
@@ -63,7 +52,7 @@ std::vector<baton::GeneratedStep> reference(const std::string& model, int n) {
   lo.threads = 1;
   baton::LocalModel m(model, lo);
   baton::Generator g(m.head(), m.layers());
-  return g.generate(1, prompt_of(m.tokenizer()), greedy(n)).steps;
+  return g.generate(1, prompt_of(m.tokenizer()), greedy_top5(n)).steps;
 }
 
 void require_same(const std::vector<baton::GeneratedStep>& a, const std::vector<baton::GeneratedStep>& b) {
@@ -126,10 +115,10 @@ TEST_CASE("cluster generation is bitwise identical to one process for any split"
       co.threads = 1;
       baton::pipeline::Cluster cluster(config_of(cluster_yaml(model, nodes, "secret_file: " + secret)), co);
       baton::Generator g(cluster.head(), cluster.layers());
-      auto got = g.generate(1, prompt_of(cluster.tokenizer()), greedy(24)).steps;
+      auto got = g.generate(1, prompt_of(cluster.tokenizer()), greedy_top5(24)).steps;
       require_same(want, got);
       // A second request on the same cluster (sequence reset in between) is identical too.
-      require_same(want, g.generate(1, prompt_of(cluster.tokenizer()), greedy(24)).steps);
+      require_same(want, g.generate(1, prompt_of(cluster.tokenizer()), greedy_top5(24)).steps);
       auto stats = cluster.stats();
       REQUIRE(stats.size() == split.size());
       for (const auto& s : stats) REQUIRE(s.values.at("forwards") > 0);
@@ -151,7 +140,7 @@ TEST_CASE("a worker killed mid-generation fails the request naming it, quickly",
   int steps = 0;
   Clock::time_point killed;
   try {
-    g.generate(1, prompt_of(cluster.tokenizer()), greedy(200), [&](const baton::GeneratedStep&) {
+    g.generate(1, prompt_of(cluster.tokenizer()), greedy_top5(200), [&](const baton::GeneratedStep&) {
       if (++steps == 5) {
         workers[1]->kill_now();
         killed = Clock::now();
@@ -165,7 +154,7 @@ TEST_CASE("a worker killed mid-generation fails the request naming it, quickly",
     CHECK(Clock::now() - killed < std::chrono::seconds(5));
   }
   // The cluster stays failed (no hang) for later requests.
-  CHECK_THROWS_AS(g.generate(1, prompt_of(cluster.tokenizer()), greedy(4)), baton::Error);
+  CHECK_THROWS_AS(g.generate(1, prompt_of(cluster.tokenizer()), greedy_top5(4)), baton::Error);
 }
 
 TEST_CASE("a worker that never starts times out the load, naming it", "[pipeline]") {
@@ -217,7 +206,7 @@ TEST_CASE("a worker with another model refuses to prepare and the load rolls bac
   // Both still serve a correct cluster afterwards (node-02 as a one-node cluster of its own model).
   baton::pipeline::Cluster ok(config_of(cluster_yaml(model, {{&good, 0, 4}}, "insecure: true")));
   baton::Generator g(ok.head(), ok.layers());
-  CHECK(g.generate(1, prompt_of(ok.tokenizer()), greedy(4)).steps.size() == 4);
+  CHECK(g.generate(1, prompt_of(ok.tokenizer()), greedy_top5(4)).steps.size() == 4);
 }
 
 TEST_CASE("hostile peers are refused and the worker keeps serving", "[pipeline]") {
@@ -268,7 +257,7 @@ TEST_CASE("hostile peers are refused and the worker keeps serving", "[pipeline]"
   co.threads = 1;
   baton::pipeline::Cluster cluster(config_of(yaml), co);
   baton::Generator g(cluster.head(), cluster.layers());
-  require_same(reference(model, 8), g.generate(1, prompt_of(cluster.tokenizer()), greedy(8)).steps);
+  require_same(reference(model, 8), g.generate(1, prompt_of(cluster.tokenizer()), greedy_top5(8)).steps);
   CHECK(w.log().find("refused connection") != std::string::npos);
 }
 
@@ -311,7 +300,7 @@ TEST_CASE("a refused Forward is reported naming the node and the worker keeps se
   CHECK(Clock::now() - t0 < std::chrono::seconds(5));
   cluster.layers().reset_sequence(1);
   baton::Generator g(cluster.head(), cluster.layers());
-  require_same(reference(model, 8), g.generate(1, prompt_of(cluster.tokenizer()), greedy(8)).steps);
+  require_same(reference(model, 8), g.generate(1, prompt_of(cluster.tokenizer()), greedy_top5(8)).steps);
 }
 
 // The Commit comes straight from the coordinator, Forwards through the earlier stages: on two

@@ -51,8 +51,6 @@ std::string write_yaml(const std::string& text) {
   return path;
 }
 
-uint16_t free_port() { return baton::test::free_loopback_port(); }
-
 }  // namespace
 
 TEST_CASE("engine-run --config prints the same JSON as one process", "[pipeline]") {
@@ -115,7 +113,7 @@ TEST_CASE("engine-coordinator --config loads the cluster and stops cleanly on SI
   auto w = spawn_workers(model, 2);
   std::string yaml = cluster_yaml(model, {{w[0].get(), 0, 2}, {w[1].get(), 3, 4}}, "insecure: true");
   yaml.replace(yaml.find("cluster:\n"), 9,
-               fmt::format("cluster:\n  master: {{ host: 127.0.0.1, port: {} }}\n", free_port()));
+               fmt::format("cluster:\n  master: {{ host: 127.0.0.1, port: {} }}\n", baton::test::free_loopback_port()));
   Tool coordinator("engine-coordinator", {"--config", write_yaml(yaml)});
   // The plan table once the load has committed.
   const bool planned = coordinator.wait_for_output(fmt::format("| node-02 | 127.0.0.1:{} | 3-4 |", w[1]->port()),

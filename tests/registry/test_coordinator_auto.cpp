@@ -48,20 +48,8 @@ uint16_t free_port_pair() {
 }
 
 
-struct Run {
-  int status = -1;
-  std::string out;
-};
-
-Run ctl(const std::string& args) {
-  Run r;
-  FILE* p = popen((baton::test::binary_dir() + "/bin/engine-ctl " + args + " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+baton::test::ShellResult ctl(const std::string& args) {
+  return baton::test::run_shell(baton::test::binary_dir() + "/bin/engine-ctl " + args + " 2>&1");
 }
 
 }  // namespace
@@ -107,7 +95,7 @@ TEST_CASE("engine-coordinator with nodes: auto serves the workers that join, eng
 
   // w2 leaves: w1 alone can hold the model, so the coordinator re-plans over it by itself.
   CHECK(w2.terminate() == 0);
-  Run replanned;
+  baton::test::ShellResult replanned;
   for (int i = 0; i < 100; ++i) {
     replanned = ctl(fmt::format("status --coordinator 127.0.0.1:{}", http));
     if (replanned.status == 0 && replanned.out.find("| w2 |") != std::string::npos &&

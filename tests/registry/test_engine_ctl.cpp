@@ -18,26 +18,13 @@
 #include "support/ports.h"
 #include "fixtures.h"
 #include "pipeline/worker_process.h"
+#include "support/process.h"
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out;
-};
+using Run = baton::test::ShellResult;
 
-Run run(const std::string& args) {
-  const std::string cmd = baton::test::binary_dir() + "/bin/engine-ctl " + args + " 2>&1";
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+Run run(const std::string& args) { return baton::test::run_shell(baton::test::binary_dir() + "/bin/engine-ctl " + args + " 2>&1"); }
 
 std::string write_yaml(const std::string& name, const std::string& text) {
   const std::string path = baton::test::temp_dir() + "/" + name;

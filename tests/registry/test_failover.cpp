@@ -33,22 +33,20 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-const std::string kModel = "models/stories260K.gguf";
-
-uint16_t free_port() { return baton::test::free_loopback_port(); }
+const std::string kFailoverModel = "models/stories260K.gguf";
 
 std::unique_ptr<WorkerProcess> join(const std::string& id, uint16_t port, std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"--insecure", "--join", fmt::format("127.0.0.1:{}", port), "--heartbeat-ms", "200",
                                    "--speed", "10"};
   args.insert(args.end(), extra.begin(), extra.end());
-  return std::make_unique<WorkerProcess>(id, baton::test::shared_path(kModel), args);
+  return std::make_unique<WorkerProcess>(id, baton::test::shared_path(kFailoverModel), args);
 }
 
-baton::ClusterConfig auto_config(uint16_t control_port, int min_nodes, const std::string& file) {
+baton::ClusterConfig failover_config(uint16_t control_port, int min_nodes, const std::string& file) {
   auto c = baton::parse_cluster_config(
       fmt::format("model: {}\ncluster:\n  insecure: true\n  nodes: auto\n  min_nodes: {}\n  join_timeout: 20\n"
                   "  heartbeat_timeout: 1\n  connect_timeout: 5\n  load_timeout: 20\n  registry_file: {}\n",
-                  baton::test::shared_path(kModel), min_nodes, file),
+                  baton::test::shared_path(kFailoverModel), min_nodes, file),
       "failover.yaml", "/");
   c.control_port = control_port;
   return c;
@@ -133,23 +131,13 @@ Streamed stream(int port, const json& body, size_t after_events = 0, const std::
   return s;
 }
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit) {
-  const auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
-
 }  // namespace
 
 TEST_CASE("failover: a worker killed mid-generation, the coordinator re-plans and the stream continues unchanged",
           "[registry]") {
-  const uint16_t port = free_port();
+  const uint16_t port = baton::test::free_loopback_port();
   auto w1 = join("w1", port), w2 = join("w2", port), w3 = join("w3", port);
-  Served s(auto_config(port, 3, baton::test::temp_dir() + "/failover-a.json"), 512);
+  Served s(failover_config(port, 3, baton::test::temp_dir() + "/failover-a.json"), 512);
   REQUIRE(s.model->plan().size() == 3);
   const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 240}, {"temperature", 0}, {"stream", true},
                      {"ignore_eos", true}};
@@ -188,9 +176,9 @@ TEST_CASE("failover: a worker killed mid-generation, the coordinator re-plans an
 TEST_CASE("failover: a worker frozen mid-generation (SIGSTOP, connection left open) is given up after the heartbeat "
           "timeout, the stream continues unchanged",
           "[registry]") {
-  const uint16_t port = free_port();
+  const uint16_t port = baton::test::free_loopback_port();
   auto w1 = join("w1", port), w2 = join("w2", port), w3 = join("w3", port);
-  Served s(auto_config(port, 3, baton::test::temp_dir() + "/failover-frozen.json"), 512);
+  Served s(failover_config(port, 3, baton::test::temp_dir() + "/failover-frozen.json"), 512);
   REQUIRE(s.model->plan().size() == 3);
   const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 120}, {"temperature", 0}, {"stream", true},
                      {"ignore_eos", true}};
@@ -217,13 +205,13 @@ TEST_CASE("failover: a worker frozen mid-generation (SIGSTOP, connection left op
 TEST_CASE("failover: when the remaining nodes cannot hold the model, /health and requests say why until a node joins",
           "[registry]") {
   // Each worker offers memory for 3 of the 5 layers: two are needed.
-  const auto file = baton::gguf::GgufFile::open(baton::test::shared_path(kModel));
+  const auto file = baton::gguf::GgufFile::open(baton::test::shared_path(kFailoverModel));
   const auto fp = baton::registry::ModelFootprint::from_file(*file, 128, 2);
   const uint64_t three = baton::registry::range_bytes(fp, {}, 0, 3), four = baton::registry::range_bytes(fp, {}, 0, 4);
   const std::string cap = fmt::format("{:.6f}", static_cast<double>(three + four) / 2 / 1048576.0);
-  const uint16_t port = free_port();
+  const uint16_t port = baton::test::free_loopback_port();
   auto w1 = join("w1", port, {"--max-memory", cap}), w2 = join("w2", port, {"--max-memory", cap});
-  Served s(auto_config(port, 2, baton::test::temp_dir() + "/failover-b.json"), 128);
+  Served s(failover_config(port, 2, baton::test::temp_dir() + "/failover-b.json"), 128);
   REQUIRE(s.model->plan().size() == 2);
   const std::string request = R"({"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0})";
   auto ok = baton::test::raw_request(s.port(), "POST", "/v1/completions", request);
@@ -232,7 +220,7 @@ TEST_CASE("failover: when the remaining nodes cannot hold the model, /health and
 
   w2->kill_now();
   std::string detail;
-  CHECK(eventually([&] {
+  CHECK(baton::test::eventually_true([&] {
     auto h = baton::test::raw_request(s.port(), "GET", "/health", "");
     detail = json::parse(h.body).value("detail", "");
     return h.status == 503 && detail.find("missing") != std::string::npos;
@@ -248,7 +236,7 @@ TEST_CASE("failover: when the remaining nodes cannot hold the model, /health and
 
   // A new worker joins: re-planned over w1 + w3, serving again with the same output.
   auto w3 = join("w3", port, {"--max-memory", cap});
-  CHECK(eventually([&] { return baton::test::raw_request(s.port(), "GET", "/health", "").status == 200; }, 10000ms));
+  CHECK(baton::test::eventually_true([&] { return baton::test::raw_request(s.port(), "GET", "/health", "").status == 200; }, 10000ms));
   auto again = baton::test::raw_request(s.port(), "POST", "/v1/completions", request);
   INFO(again.body);
   REQUIRE(again.status == 200);

@@ -22,13 +22,17 @@
 #include "engine/runtime/local_model.h"
 #include "fixtures.h"
 #include "pipeline/worker_process.h"
+#include "registry/registry_helpers.h"
 
 using namespace baton::registry;
 
 namespace {
 
+using baton::test::generate_tokens;
+using baton::test::no_headroom;
+using baton::test::kMiB;
+
 using namespace std::chrono_literals;
-constexpr uint64_t kMiB = 1ull << 20;
 
 ModelFootprint footprint(int64_t n_layer) {
   ModelFootprint m;
@@ -39,7 +43,7 @@ ModelFootprint footprint(int64_t n_layer) {
   return m;
 }
 
-NodeRecord node(const std::string& id, uint64_t free_mib, float speed, uint32_t first = 0, uint32_t last = 1000) {
+NodeRecord record_of(const std::string& id, uint64_t free_mib, float speed, uint32_t first = 0, uint32_t last = 1000) {
   NodeRecord r;
   r.node_id = id;
   r.host = "10.0.0.1";
@@ -53,29 +57,10 @@ NodeRecord node(const std::string& id, uint64_t free_mib, float speed, uint32_t 
 
 PinnedRange pin(const std::string& id, int64_t first, int64_t last) {
   PinnedRange p;
-  p.record = node(id, 0, 0, static_cast<uint32_t>(first), static_cast<uint32_t>(last - 1));
+  p.record = record_of(id, 0, 0, static_cast<uint32_t>(first), static_cast<uint32_t>(last - 1));
   p.first = first;
   p.last = last;
   return p;
-}
-
-PlannerOptions no_headroom() {
-  PlannerOptions o;
-  o.headroom_bytes = 0;
-  o.headroom_fraction = 0;
-  return o;
-}
-
-uint16_t free_port() { return baton::test::free_loopback_port(); }
-
-std::vector<int32_t> generate(baton::LayerRunner& layers, baton::ModelHead& head, const baton::tokenizer::Tokenizer& tok) {
-  baton::GenerateOptions go;
-  go.n_predict = 12;
-  go.sampling.temperature = 0;
-  baton::Generator g(head, layers);
-  std::vector<int32_t> out;
-  for (const auto& s : g.generate(1, tok.encode("Once upon a time", true, true), go).steps) out.push_back(s.token);
-  return out;
 }
 
 }  // namespace
@@ -103,7 +88,7 @@ TEST_CASE("mixed topology: a node list with `auto` parses into fixed nodes + dyn
 TEST_CASE("mixed topology: plan_around keeps pinned ranges and plans the gaps over the other nodes", "[registry]") {
   const auto m = footprint(10);
   // Pinned in the middle: [0,3) and [7,10) planned over three nodes, each in one gap.
-  auto plan = plan_around({pin("big", 3, 7)}, {node("a", 1000, 10), node("b", 1000, 10), node("c", 1000, 10)}, m,
+  auto plan = plan_around({pin("big", 3, 7)}, {record_of("a", 1000, 10), record_of("b", 1000, 10), record_of("c", 1000, 10)}, m,
                           no_headroom());
   REQUIRE(plan.size() == 4);
   int64_t next = 0;
@@ -118,21 +103,21 @@ TEST_CASE("mixed topology: plan_around keeps pinned ranges and plans the gaps ov
   CHECK(big->last == 7);
   CHECK(big->bytes_needed == 40 * kMiB);
   // Pinned at the start; the rest in proportion to speed.
-  plan = plan_around({pin("big", 0, 4)}, {node("a", 1000, 10), node("b", 1000, 20)}, m, no_headroom());
+  plan = plan_around({pin("big", 0, 4)}, {record_of("a", 1000, 10), record_of("b", 1000, 20)}, m, no_headroom());
   REQUIRE(plan.size() == 3);
   CHECK(plan[0].record.node_id == "big");
   CHECK(plan[1].first == 4);
   CHECK(plan[1].last == 6);  // 6 layers at 10:20 -> 2 + 4
   CHECK(plan[2].last == 10);
   // A pinned node listed among the others too is not planned twice.
-  plan = plan_around({pin("a", 0, 5)}, {node("a", 1000, 10), node("b", 1000, 10)}, m, no_headroom());
+  plan = plan_around({pin("a", 0, 5)}, {record_of("a", 1000, 10), record_of("b", 1000, 10)}, m, no_headroom());
   REQUIRE(plan.size() == 2);
   CHECK(plan[1].record.node_id == "b");
   CHECK(plan[1].first == 5);
   // Errors name the gap or the pinned nodes.
-  CHECK_THROWS_WITH(plan_around({pin("big", 0, 4)}, {node("a", 15, 10)}, m, no_headroom()),
+  CHECK_THROWS_WITH(plan_around({pin("big", 0, 4)}, {record_of("a", 15, 10)}, m, no_headroom()),
                     Catch::Contains("layers 4-9 (around the pinned nodes)") && Catch::Contains("missing"));
-  CHECK_THROWS_WITH(plan_around({pin("x", 0, 4), pin("y", 3, 6)}, {node("a", 1000, 10)}, m, no_headroom()),
+  CHECK_THROWS_WITH(plan_around({pin("x", 0, 4), pin("y", 3, 6)}, {record_of("a", 1000, 10)}, m, no_headroom()),
                     Catch::Contains("x (layers 0-3) and y (layers 3-5) are pinned to overlapping layers"));
   CHECK_THROWS_WITH(plan_around({pin("x", 8, 12)}, {}, m, no_headroom()),
                     Catch::Contains("node x is pinned to layers 8-11, outside the model's 0-9"));
@@ -140,7 +125,7 @@ TEST_CASE("mixed topology: plan_around keeps pinned ranges and plans the gaps ov
 
 TEST_CASE("mixed topology: a pinned worker (not joined) and joined workers serve like one process", "[registry]") {
   const std::string model = baton::test::shared_path("models/stories260K.gguf");
-  const uint16_t port = free_port();
+  const uint16_t port = baton::test::free_loopback_port();
   baton::test::WorkerProcess fixed("big", model, {"--insecure"});
   auto join = [&](const std::string& id) {
     return std::make_unique<baton::test::WorkerProcess>(
@@ -179,8 +164,8 @@ TEST_CASE("mixed topology: a pinned worker (not joined) and joined workers serve
   lo.threads = 1;
   lo.n_ctx = 128;
   baton::LocalModel local(model, lo);
-  const auto want = generate(local.layers(), local.head(), local.tokenizer());
-  CHECK(generate(dc.layers(), dc.head(), dc.tokenizer()) == want);
+  const auto want = generate_tokens(local.layers(), local.head(), local.tokenizer());
+  CHECK(generate_tokens(dc.layers(), dc.head(), dc.tokenizer()) == want);
 
   // A joined worker dies: re-planned around the pinned range over the one that remains.
   w2->kill_now();
@@ -196,5 +181,5 @@ TEST_CASE("mixed topology: a pinned worker (not joined) and joined workers serve
   CHECK(plan[1].first == 2);
   CHECK(plan[1].last == 5);
   CHECK(dc.snapshot().ready);
-  CHECK(generate(dc.layers(), dc.head(), dc.tokenizer()) == want);
+  CHECK(generate_tokens(dc.layers(), dc.head(), dc.tokenizer()) == want);
 }

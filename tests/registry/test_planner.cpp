@@ -11,12 +11,14 @@
 #include "fixtures.h"
 #include "gguf/gguf_file.h"
 #include "gguf/model_identity.h"
+#include "registry/registry_helpers.h"
 
 using namespace baton::registry;
 
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
+using baton::test::no_headroom;
+using baton::test::kMiB;
 
 ModelFootprint footprint(int64_t n_layer, uint64_t layer_mib, uint64_t kv_mib = 0) {
   ModelFootprint m;
@@ -41,13 +43,6 @@ NodeRecord node(const std::string& id, uint64_t free_mib, float speed, uint32_t 
   r.model_identity = "model-a";
   r.speed = speed;
   return r;
-}
-
-PlannerOptions no_headroom() {
-  PlannerOptions o;
-  o.headroom_bytes = 0;
-  o.headroom_fraction = 0;
-  return o;
 }
 
 }  // namespace

@@ -25,8 +25,11 @@
 #include "engine/runtime/local_model.h"
 #include "fixtures.h"
 #include "pipeline/worker_process.h"
+#include "registry/registry_helpers.h"
 
 namespace {
+
+using baton::test::generate_tokens;
 
 using baton::registry::DynamicCluster;
 using baton::registry::NodeState;
@@ -72,31 +75,20 @@ std::unique_ptr<WorkerProcess> join(const std::string& id, uint16_t port, const 
                                "--heartbeat-ms", "200", "--speed", speed});
 }
 
-std::vector<int32_t> generate(baton::LayerRunner& layers, baton::ModelHead& head, const baton::tokenizer::Tokenizer& tok) {
-  baton::GenerateOptions go;
-  go.n_predict = 12;
-  go.sampling.temperature = 0;
-  baton::Generator g(head, layers);
-  std::vector<int32_t> out;
-  for (const auto& s : g.generate(1, tok.encode("Once upon a time", true, true), go).steps) out.push_back(s.token);
-  return out;
-}
-
 std::vector<int32_t> local_tokens() {
   baton::LocalModelOptions lo;
   lo.threads = 1;
   lo.n_ctx = 128;
   baton::LocalModel m(baton::test::shared_path(kModel), lo);
-  return generate(m.layers(), m.head(), m.tokenizer());
+  return generate_tokens(m.layers(), m.head(), m.tokenizer());
 }
 
 // A port nobody listens on now. Workers are spawned BEFORE the coordinator listens: a child
 // spawned later would inherit the listening socket (the net layer does not set CLOEXEC).
-uint16_t free_port() { return baton::test::free_loopback_port(); }
 
 // Polls `pred` for up to `limit`; returns the time it took, or -1 ms.
 template <class Pred>
-std::chrono::milliseconds eventually(Pred pred, std::chrono::milliseconds limit = 5000ms) {
+std::chrono::milliseconds time_until(Pred pred, std::chrono::milliseconds limit = 5000ms) {
   const auto t0 = Clock::now();
   while (Clock::now() - t0 < limit) {
     if (pred()) return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
@@ -115,7 +107,7 @@ NodeState state_of(DynamicCluster& d, const std::string& id) {
 TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one process, kill -9 and SIGTERM", "[registry]") {
   const std::string secret = write_secret("registry test secret");
   const std::string file = baton::test::temp_dir() + "/nodes-a.json";
-  const uint16_t port = free_port();
+  const uint16_t port = baton::test::free_loopback_port();
   auto w1 = join("w1", port, secret);
   auto w2 = join("w2", port, secret, "20");
   DynamicCluster dc(auto_config(secret, file, 2, port), options());
@@ -153,24 +145,24 @@ TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one proc
   CHECK(state_of(dc, "w1") == NodeState::kOnline);
 
   auto& c = dc.cluster();
-  CHECK(generate(c.layers(), c.head(), c.tokenizer()) == local_tokens());
+  CHECK(generate_tokens(c.layers(), c.head(), c.tokenizer()) == local_tokens());
 
   // kill -9: offline well within the heartbeat timeout (the control connection drops), not ready.
   w2->kill_now();
-  auto took = eventually([&] { return state_of(dc, "w2") == NodeState::kOffline; }, 3000ms);
+  auto took = time_until([&] { return state_of(dc, "w2") == NodeState::kOffline; }, 3000ms);
   CHECK(took >= 0ms);
   CHECK(took <= 1500ms);
   snap = dc.snapshot();
   CHECK(!snap.ready);
   CHECK(snap.detail.find("node w2") != std::string::npos);
   // Requests fail with a clear error naming the node.
-  CHECK_THROWS_WITH(generate(c.layers(), c.head(), c.tokenizer()), Catch::Contains("w2"));
+  CHECK_THROWS_WITH(generate_tokens(c.layers(), c.head(), c.tokenizer()), Catch::Contains("w2"));
 
   // SIGTERM: deregistered at once (before the timeout could have fired).
   const auto t0 = Clock::now();
   CHECK(w1->terminate() == 0);
   auto e = dc.registry().find("w1");
-  took = eventually([&] {
+  took = time_until([&] {
     e = dc.registry().find("w1");
     return e && e->departed;
   }, 3000ms);
@@ -183,7 +175,7 @@ TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one proc
 TEST_CASE("registry: a worker with the wrong secret is refused", "[registry]") {
   const std::string secret = write_secret("right secret");
   const std::string wrong = write_secret("wrong secret");
-  const uint16_t port = free_port();
+  const uint16_t port = baton::test::free_loopback_port();
   auto bad = join("intruder", port, wrong);
   DynamicCluster dc(auto_config(secret, baton::test::temp_dir() + "/nodes-b.json", 1, port), options());
   CHECK(WorkerProcess::eventually_contains(*bad, "cannot join"));
@@ -199,7 +191,7 @@ TEST_CASE("registry: a restarted coordinator recovers its nodes from the file an
   const std::string secret = write_secret("restart secret");
   const std::string file = baton::test::temp_dir() + "/nodes-c.json";
   const auto want = local_tokens();
-  const uint16_t port = free_port();
+  const uint16_t port = baton::test::free_loopback_port();
   auto w1 = join("w1", port, secret);
   auto w2 = join("w2", port, secret);
   double first_ms = 0;
@@ -208,7 +200,7 @@ TEST_CASE("registry: a restarted coordinator recovers its nodes from the file an
     dc.start();
     first_ms = dc.serve_again_ms();
     auto& c = dc.cluster();
-    CHECK(generate(c.layers(), c.head(), c.tokenizer()) == want);
+    CHECK(generate_tokens(c.layers(), c.head(), c.tokenizer()) == want);
   }  // coordinator gone: workers keep their layers and retry the control port
 
   DynamicCluster again(auto_config(secret, file, 2, port), options());
@@ -223,32 +215,32 @@ TEST_CASE("registry: a restarted coordinator recovers its nodes from the file an
              again.serve_again_ms());
   CHECK(again.serve_again_ms() < 5000);
   auto& c = again.cluster();
-  CHECK(generate(c.layers(), c.head(), c.tokenizer()) == want);
+  CHECK(generate_tokens(c.layers(), c.head(), c.tokenizer()) == want);
   CHECK(again.snapshot().ready);
 }
 
 TEST_CASE("registry: a silent worker (SIGSTOP: socket open, no heartbeats) goes offline after the timeout and comes back",
           "[registry]") {
   const std::string secret = write_secret("silence secret");
-  const uint16_t port = free_port();
+  const uint16_t port = baton::test::free_loopback_port();
   auto w = join("quiet", port, secret);
   DynamicCluster dc(auto_config(secret, baton::test::temp_dir() + "/nodes-d.json", 1, port), options());
-  REQUIRE(eventually([&] { return state_of(dc, "quiet") == NodeState::kOnline; }) >= 0ms);
+  REQUIRE(time_until([&] { return state_of(dc, "quiet") == NodeState::kOnline; }) >= 0ms);
   ::kill(w->pid(), SIGSTOP);
-  const auto offline = eventually([&] { return state_of(dc, "quiet") == NodeState::kOffline; }, 4000ms);
+  const auto offline = time_until([&] { return state_of(dc, "quiet") == NodeState::kOffline; }, 4000ms);
   CHECK(offline >= 800ms);   // not before the 1 s timeout (minus the last heartbeat's age)
   CHECK(offline <= 2000ms);
   auto e = dc.registry().find("quiet");
   REQUIRE(e);
   CHECK(e->reason.find("no heartbeat for") != std::string::npos);
   ::kill(w->pid(), SIGCONT);
-  CHECK(eventually([&] { return state_of(dc, "quiet") == NodeState::kOnline; }, 3000ms) >= 0ms);
+  CHECK(time_until([&] { return state_of(dc, "quiet") == NodeState::kOnline; }, 3000ms) >= 0ms);
 }
 
 TEST_CASE("registry: a node joining or leaving an idle cluster triggers a re-plan, unchanged ranges are re-adopted",
           "[registry]") {
   const std::string secret = write_secret("replan secret");
-  const uint16_t port = free_port();
+  const uint16_t port = baton::test::free_loopback_port();
   const auto want = local_tokens();
   auto w1 = join("w1", port, secret);
   auto w2 = join("w2", port, secret);
@@ -261,24 +253,24 @@ TEST_CASE("registry: a node joining or leaving an idle cluster triggers a re-pla
 
   // A third worker joins while idle.
   w3 = join("w3", port, secret);
-  REQUIRE(eventually([&] { return dc.replan_wanted(); }) >= 0ms);
+  REQUIRE(time_until([&] { return dc.replan_wanted(); }) >= 0ms);
   CHECK(dc.replan());
   CHECK(dc.plan().size() == 3);
   CHECK(dc.snapshot().ready);
   auto& c3 = dc.cluster();
-  CHECK(generate(c3.layers(), c3.head(), c3.tokenizer()) == want);
+  CHECK(generate_tokens(c3.layers(), c3.head(), c3.tokenizer()) == want);
 
   // It leaves (SIGTERM): not ready until the re-plan over the two that remain.
   const auto before = dc.plan();
   CHECK(w3->terminate() == 0);
-  REQUIRE(eventually([&] { return !dc.snapshot().ready; }) >= 0ms);
+  REQUIRE(time_until([&] { return !dc.snapshot().ready; }) >= 0ms);
   CHECK(dc.replan_wanted());
   CHECK(dc.replan());
   const auto after = dc.plan();
   CHECK(after.size() == 2);
   CHECK(dc.snapshot().ready);
   auto& c2 = dc.cluster();
-  CHECK(generate(c2.layers(), c2.head(), c2.tokenizer()) == want);
+  CHECK(generate_tokens(c2.layers(), c2.head(), c2.tokenizer()) == want);
   // Ranges that stayed the same were not reloaded.
   for (const auto& p : after)
     for (const auto& b : before)

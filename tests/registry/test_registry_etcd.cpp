@@ -15,23 +15,13 @@
 #include "etcd/etcd_server.h"
 #include "fixtures.h"
 #include "pipeline/worker_process.h"
+#include "registry/registry_helpers.h"
 
 namespace {
 
 using baton::registry::NodeState;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-std::vector<int32_t> greedy_tokens(baton::LayerRunner& layers, baton::ModelHead& head,
-                                   const baton::tokenizer::Tokenizer& tok) {
-  baton::GenerateOptions go;
-  go.n_predict = 8;
-  go.sampling.temperature = 0;
-  baton::Generator g(head, layers);
-  std::vector<int32_t> out;
-  for (const auto& s : g.generate(1, tok.encode("Once upon a time", true, true), go).steps) out.push_back(s.token);
-  return out;
-}
 
 template <class Pred>
 double seconds_until(Pred pred, std::chrono::milliseconds limit) {
@@ -83,7 +73,8 @@ TEST_CASE("registry over etcd: workers announce, the coordinator plans and serve
   lo.n_ctx = 128;
   baton::LocalModel local(model, lo);
   auto& c = dc.cluster();
-  CHECK(greedy_tokens(c.layers(), c.head(), c.tokenizer()) == greedy_tokens(local.layers(), local.head(), local.tokenizer()));
+  CHECK(baton::test::generate_tokens(c.layers(), c.head(), c.tokenizer(), 8) ==
+        baton::test::generate_tokens(local.layers(), local.head(), local.tokenizer(), 8));
 
   // SIGTERM: the worker withdraws its key; the watch sees it at once.
   CHECK(w2->terminate() == 0);

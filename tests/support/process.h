@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -168,6 +169,26 @@ class Process {
   std::string output_;
   bool eof_ = false;
 };
+
+// What a shell command printed (stdout and stderr when the command says 2>&1) and its exit
+// status (-1 when it did not exit normally).
+struct ShellResult {
+  int status = -1;
+  std::string out;
+};
+
+// Runs `command` with /bin/sh and waits for it (popen). Throws when the shell cannot start.
+inline ShellResult run_shell(const std::string& command) {
+  ShellResult r;
+  FILE* p = ::popen(command.c_str(), "r");
+  if (p == nullptr) throw std::runtime_error("popen failed for: " + command);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
 
 // Polls `condition` every 20 ms until it holds (true) or `limit` passes (false).
 template <class F>

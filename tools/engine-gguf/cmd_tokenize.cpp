@@ -44,7 +44,7 @@ int run_tokenize(int argc, char** argv) {
   return 0;
 }
 
-const bool registered = baton::tools::register_command(
+const bool registered_tokenize = baton::tools::register_command(
     {"tokenize", "print the token ids of a text (JSON array) under a GGUF's tokenizer", run_tokenize});
 
 }  // namespace

@@ -28,7 +28,7 @@ int run_vocab_from_hf(int argc, char** argv) {
   return 0;
 }
 
-const bool registered = baton::tools::register_command(
+const bool registered_vocab_from_hf = baton::tools::register_command(
     {"vocab-from-hf", "write a vocab-only GGUF from Hugging Face tokenizer files", run_vocab_from_hf});
 
 }  // namespace

@@ -112,7 +112,7 @@ int run_info(int argc, char** argv) {
   return 0;
 }
 
-const bool registered = baton::tools::register_command(
+const bool registered_info = baton::tools::register_command(
     {"info", "print a GGUF file's version, metadata, tensor table and totals", run_info});
 
 }  // namespace

@@ -44,6 +44,6 @@ int run_quantize(int argc, char** argv) {
   return 0;
 }
 
-const bool registered = tools::register_command({"quantize", "quantize a model (Q4_K_M, Q8_0, ...)", run_quantize});
+const bool registered_quantize = tools::register_command({"quantize", "quantize a model (Q4_K_M, Q8_0, ...)", run_quantize});
 
 }  // namespace

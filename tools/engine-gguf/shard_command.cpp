@@ -46,7 +46,7 @@ int run_shard(int argc, char** argv) {
   return 0;
 }
 
-const bool registered = baton::tools::register_command(
+const bool registered_shard = baton::tools::register_command(
     {"shard", "write a GGUF holding only a range of layers (plus optional embeddings/output)", run_shard});
 
 }  // namespace

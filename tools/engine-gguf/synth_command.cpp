@@ -191,7 +191,7 @@ int run_synth(int argc, char** argv) {
   return 0;
 }
 
-const bool registered =
+const bool registered_synth =
     baton::tools::register_command({"synth", "write a random-weight model of any shape (F32 or F16)", run_synth});
 
 }  // namespace

@@ -1,0 +1,37 @@
+// Helpers shared by the registry tests: a greedy reference generation and planner options.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/model_head.h"
+#include "engine/registry/planner.h"
+#include "engine/runtime/generator.h"
+#include "engine/runtime/layer_runner.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace baton::test {
+
+inline constexpr uint64_t kMiB = 1ull << 20;
+
+// n greedy tokens after "Once upon a time" (with BOS), through any runner.
+inline std::vector<int32_t> generate_tokens(LayerRunner& layers, ModelHead& head, const tokenizer::Tokenizer& tok,
+                                            int n = 12) {
+  GenerateOptions go;
+  go.n_predict = n;
+  go.sampling.temperature = 0;
+  Generator g(head, layers);
+  std::vector<int32_t> out;
+  for (const auto& s : g.generate(1, tok.encode("Once upon a time", true, true), go).steps) out.push_back(s.token);
+  return out;
+}
+
+// A planner that keeps no memory in reserve, so the tests' small figures fit exactly.
+inline registry::PlannerOptions no_headroom() {
+  registry::PlannerOptions o;
+  o.headroom_bytes = 0;
+  o.headroom_fraction = 0;
+  return o;
+}
+
+}  // namespace baton::test
