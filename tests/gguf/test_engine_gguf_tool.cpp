@@ -16,14 +16,10 @@ using namespace baton::gguf;
 
 namespace {
 
-struct Run {
-  int exit_code;
-  std::string output;  // stdout and stderr
-};
+using Run = baton::test::ShellResult;
 
 Run run(const std::string& args) {
-  auto r = baton::test::run_shell(baton::test::binary_dir() + "/bin/engine-gguf " + args + " 2>&1");
-  return {r.status, std::move(r.out)};
+  return baton::test::run_shell(baton::test::binary_dir() + "/bin/engine-gguf " + args + " 2>&1");
 }
 
 bool tool_built() {
@@ -37,13 +33,13 @@ bool tool_built() {
 TEST_CASE("engine-gguf info prints the header and totals of a model") {
   if (!tool_built()) return;
   const Run r = run(baton::test::shared_path("models/stories260K.gguf") + " ");  // no command
-  CHECK(r.exit_code == 1);
-  CHECK_THAT(r.output, Catch::Contains("error: unknown command") && Catch::Contains("info") &&
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains("error: unknown command") && Catch::Contains("info") &&
                            Catch::Contains("shard"));
   const Run info = run("info " + baton::test::shared_path("models/stories260K.gguf"));
-  INFO(info.output);
-  CHECK(info.exit_code == 0);
-  CHECK_THAT(info.output, Catch::Contains("version:   3") && Catch::Contains("metadata (19 keys)") &&
+  INFO(info.out);
+  CHECK(info.status == 0);
+  CHECK_THAT(info.out, Catch::Contains("version:   3") && Catch::Contains("metadata (19 keys)") &&
                               Catch::Contains("string[512]") && Catch::Contains("\"<unk>\", \"<s>\"") &&
                               Catch::Contains("tensors (48)") && Catch::Contains("[172, 64]") &&
                               Catch::Contains("total: 48 tensors, 1171200 bytes") &&
@@ -53,14 +49,14 @@ TEST_CASE("engine-gguf info prints the header and totals of a model") {
 TEST_CASE("engine-gguf exits 1 with error: on a bad file or bad options") {
   if (!tool_built()) return;
   const Run q8 = run("info " + baton::test::shared_path("models/tinyllamas-stories-260k-q8_0.gguf"));
-  CHECK(q8.exit_code == 1);
-  CHECK_THAT(q8.output, Catch::StartsWith("error: ") && Catch::Contains("blk.0.ffn_down.weight"));
+  CHECK(q8.status == 1);
+  CHECK_THAT(q8.out, Catch::StartsWith("error: ") && Catch::Contains("blk.0.ffn_down.weight"));
   const Run missing = run("info /nonexistent/model.gguf");
-  CHECK(missing.exit_code == 1);
-  CHECK_THAT(missing.output, Catch::StartsWith("error: ") && Catch::Contains("/nonexistent/model.gguf"));
+  CHECK(missing.status == 1);
+  CHECK_THAT(missing.out, Catch::StartsWith("error: ") && Catch::Contains("/nonexistent/model.gguf"));
   const Run layers = run("shard " + baton::test::shared_path("models/stories260K.gguf") + " --layers 2-x -o /tmp/x");
-  CHECK(layers.exit_code == 1);
-  CHECK_THAT(layers.output, Catch::Contains("--layers '2-x'"));
+  CHECK(layers.status == 1);
+  CHECK_THAT(layers.out, Catch::Contains("--layers '2-x'"));
 }
 
 TEST_CASE("engine-gguf shard writes the requested layers with the source identity") {
@@ -68,8 +64,8 @@ TEST_CASE("engine-gguf shard writes the requested layers with the source identit
   const std::string src = baton::test::shared_path("models/stories260K.gguf");
   const std::string out = baton::test::temp_dir() + "/s.gguf";
   const Run r = run("shard " + src + " --layers 3-4 --with-output -o " + out);
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
+  INFO(r.out);
+  REQUIRE(r.status == 0);
   auto shard = GgufFile::open(out);
   CHECK(shard->tensors().size() == 20);
   CHECK(shard->find_tensor("output.weight"));
@@ -78,6 +74,6 @@ TEST_CASE("engine-gguf shard writes the requested layers with the source identit
   CHECK(held_layers(*shard).last == 4);
   CHECK(model_identity(*shard) == model_identity(*GgufFile::open(src)));
   const Run beyond = run("shard " + src + " --layers 4-5 -o " + out + ".2");
-  CHECK(beyond.exit_code == 1);
-  CHECK_THAT(beyond.output, Catch::Contains("has 5 layers (0-4), asked for 4-5"));
+  CHECK(beyond.status == 1);
+  CHECK_THAT(beyond.out, Catch::Contains("has 5 layers (0-4), asked for 4-5"));
 }

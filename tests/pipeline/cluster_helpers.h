@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/cluster/cluster_config.h"
+#include "engine/runtime/generator.h"
 #include "fixtures.h"
 #include "worker_process.h"
 
@@ -35,6 +36,15 @@ inline std::string cluster_yaml(const std::string& model, const std::vector<Clus
 }
 
 inline ClusterConfig config_of(const std::string& yaml) { return parse_cluster_config(yaml, "test.yaml", "/"); }
+
+// Greedy generation of n tokens, reporting the top n_top log-probabilities of each step.
+inline GenerateOptions greedy_options(int n, size_t n_top = 0) {
+  GenerateOptions go;
+  go.n_predict = n;
+  go.sampling.temperature = 0;
+  go.n_top_logprobs = n_top;
+  return go;
+}
 
 // n insecure workers node-01.. (or with --secret-file).
 inline std::vector<std::unique_ptr<WorkerProcess>> spawn_workers(const std::string& model, int n,

@@ -21,13 +21,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using baton::pipeline::ClusterMetrics;
 
-baton::GenerateOptions greedy_steps(int n) {
-  baton::GenerateOptions go;
-  go.n_predict = n;
-  go.sampling.temperature = 0;
-  return go;
-}
-
 // Generates n tokens through a fresh 2-worker cluster (stories260K: layers 0-1 | 2-4).
 ClusterMetrics run_cluster(const std::vector<std::unique_ptr<baton::test::WorkerProcess>>& w, int n) {
   const std::string model = baton::test::shared_path("models/stories260K.gguf");
@@ -39,7 +32,7 @@ ClusterMetrics run_cluster(const std::vector<std::unique_ptr<baton::test::Worker
   std::this_thread::sleep_for(300ms);  // a few clock probes on every link
   baton::Generator g(cluster.head(), cluster.layers());
   auto prompt = cluster.tokenizer().encode("Once upon a time", true, true);
-  g.generate(1, prompt, greedy_steps(n));
+  g.generate(1, prompt, baton::test::greedy_options(n));
   return cluster.metrics();
 }
 

@@ -35,13 +35,7 @@ using baton::test::config_of;
 using Node = baton::test::ClusterNode;
 
 // Greedy with the top 5 log-probabilities, so a comparison covers the whole distribution's head.
-baton::GenerateOptions greedy_top5(int n) {
-  baton::GenerateOptions go;
-  go.n_predict = n;
-  go.sampling.temperature = 0;
-  go.n_top_logprobs = 5;
-  return go;
-}
+baton::GenerateOptions greedy_top5(int n) { return baton::test::greedy_options(n, 5); }
 
 std::vector<int32_t> prompt_of(const baton::tokenizer::Tokenizer& tok) {
   return tok.encode("Once upon a time, in a small town, there lived", true, true);

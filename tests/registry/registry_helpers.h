@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/model/model_head.h"
@@ -13,6 +14,9 @@
 namespace baton::test {
 
 inline constexpr uint64_t kMiB = 1ull << 20;
+
+// The registry tests' model, relative to the fixture directory (shared_path).
+inline const std::string kStoriesModel = "models/stories260K.gguf";
 
 // n greedy tokens after "Once upon a time" (with BOS), through any runner.
 inline std::vector<int32_t> generate_tokens(LayerRunner& layers, ModelHead& head, const tokenizer::Tokenizer& tok,

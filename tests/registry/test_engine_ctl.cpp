@@ -24,7 +24,9 @@ namespace {
 
 using Run = baton::test::ShellResult;
 
-Run run(const std::string& args) { return baton::test::run_shell(baton::test::binary_dir() + "/bin/engine-ctl " + args + " 2>&1"); }
+Run run(const std::string& args) {
+  return baton::test::run_shell(baton::test::binary_dir() + "/bin/engine-ctl " + args + " 2>&1");
+}
 
 std::string write_yaml(const std::string& name, const std::string& text) {
   const std::string path = baton::test::temp_dir() + "/" + name;

@@ -25,6 +25,7 @@
 #include "engine/registry/planner.h"
 #include "fixtures.h"
 #include "pipeline/worker_process.h"
+#include "registry/registry_helpers.h"
 
 namespace {
 
@@ -33,20 +34,20 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-const std::string kFailoverModel = "models/stories260K.gguf";
+using baton::test::kStoriesModel;
 
 std::unique_ptr<WorkerProcess> join(const std::string& id, uint16_t port, std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"--insecure", "--join", fmt::format("127.0.0.1:{}", port), "--heartbeat-ms", "200",
                                    "--speed", "10"};
   args.insert(args.end(), extra.begin(), extra.end());
-  return std::make_unique<WorkerProcess>(id, baton::test::shared_path(kFailoverModel), args);
+  return std::make_unique<WorkerProcess>(id, baton::test::shared_path(kStoriesModel), args);
 }
 
 baton::ClusterConfig failover_config(uint16_t control_port, int min_nodes, const std::string& file) {
   auto c = baton::parse_cluster_config(
       fmt::format("model: {}\ncluster:\n  insecure: true\n  nodes: auto\n  min_nodes: {}\n  join_timeout: 20\n"
                   "  heartbeat_timeout: 1\n  connect_timeout: 5\n  load_timeout: 20\n  registry_file: {}\n",
-                  baton::test::shared_path(kFailoverModel), min_nodes, file),
+                  baton::test::shared_path(kStoriesModel), min_nodes, file),
       "failover.yaml", "/");
   c.control_port = control_port;
   return c;
@@ -205,7 +206,7 @@ TEST_CASE("failover: a worker frozen mid-generation (SIGSTOP, connection left op
 TEST_CASE("failover: when the remaining nodes cannot hold the model, /health and requests say why until a node joins",
           "[registry]") {
   // Each worker offers memory for 3 of the 5 layers: two are needed.
-  const auto file = baton::gguf::GgufFile::open(baton::test::shared_path(kFailoverModel));
+  const auto file = baton::gguf::GgufFile::open(baton::test::shared_path(kStoriesModel));
   const auto fp = baton::registry::ModelFootprint::from_file(*file, 128, 2);
   const uint64_t three = baton::registry::range_bytes(fp, {}, 0, 3), four = baton::registry::range_bytes(fp, {}, 0, 4);
   const std::string cap = fmt::format("{:.6f}", static_cast<double>(three + four) / 2 / 1048576.0);

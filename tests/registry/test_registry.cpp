@@ -37,7 +37,7 @@ using baton::test::WorkerProcess;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-const std::string kModel = "models/stories260K.gguf";
+using baton::test::kStoriesModel;
 
 std::string write_secret(const std::string& secret) {
   static int n = 0;
@@ -53,7 +53,7 @@ baton::ClusterConfig auto_config(const std::string& secret_file, const std::stri
   auto c = baton::parse_cluster_config(
       fmt::format("model: {}\ncluster:\n  secret_file: {}\n  nodes: auto\n  min_nodes: {}\n  join_timeout: 10\n"
                   "  heartbeat_timeout: 1\n  connect_timeout: 5\n  load_timeout: 20\n  registry_file: {}\n",
-                  baton::test::shared_path(kModel), secret_file, min_nodes, file),
+                  baton::test::shared_path(kStoriesModel), secret_file, min_nodes, file),
       "auto.yaml", "/");
   c.control_port = control_port;
   return c;
@@ -70,7 +70,7 @@ baton::registry::DynamicClusterOptions options() {
 std::unique_ptr<WorkerProcess> join(const std::string& id, uint16_t port, const std::string& secret_file,
                                     const std::string& speed = "10") {
   return std::make_unique<WorkerProcess>(
-      id, baton::test::shared_path(kModel),
+      id, baton::test::shared_path(kStoriesModel),
       std::vector<std::string>{"--secret-file", secret_file, "--join", fmt::format("127.0.0.1:{}", port),
                                "--heartbeat-ms", "200", "--speed", speed});
 }
@@ -79,7 +79,7 @@ std::vector<int32_t> local_tokens() {
   baton::LocalModelOptions lo;
   lo.threads = 1;
   lo.n_ctx = 128;
-  baton::LocalModel m(baton::test::shared_path(kModel), lo);
+  baton::LocalModel m(baton::test::shared_path(kStoriesModel), lo);
   return generate_tokens(m.layers(), m.head(), m.tokenizer());
 }
 
