@@ -46,6 +46,10 @@ constexpr size_t kScales = 64, kQuants = 256;
 // the kernel is compute bound and the hardware prefetcher alone left it ~65 % slower from DRAM than
 // from cache (rows-bench gate/up, 8 tokens: 0.96 vs 0.58 ms); the prefetch gives the in-cache time.
 constexpr size_t kPrefetchBlocks = 6;
+// One token is memory bound. On the Zen 4 VM of sessions 1-9 the hardware prefetcher alone did
+// best; on the Zen 5 VM of session 10 (34 GB/s per thread) it left matvec at 56-70 % of the
+// read-sum, and an L2 prefetch 2 super-blocks ahead gives 82-97 % (1 or 3 ahead: no better).
+constexpr size_t kPrefetchBlocksOneToken = 2;
 
 inline int32_t load_i32(const uint8_t* p) {
   int32_t v;
@@ -139,6 +143,7 @@ void group_token(int64_t nb, const uint8_t* g, const uint8_t* a, float* out) {
   VecF acc = zero_f(), accm = zero_f();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* x = g + static_cast<size_t>(b) * kGroupBlock;
+    prefetch_l2<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocksOneToken * kGroupBlock);
     const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
     const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
     int16_t bs[16];
