@@ -82,8 +82,9 @@ struct Act {
   static constexpr int kQs = kMin ? 4 : 2;
 };
 
-constexpr int kPrefetchBytes = 256;
-
+// No software prefetch: the T0 prefetch 256 bytes ahead that one-token tiles had until session 10
+// cost Q8_0 matvec 5-10 % on the Zen 5 VM (4096x4096, 1 thread: ~800-900 vs ~880-980 us, 3
+// alternated runs; Q4_1/Q5_0/Q5_1 within noise); the hardware prefetchers follow the R row streams.
 // Generic tile, R rows x T tokens, every (row, token) pair its own sequence of the contract:
 // tinyBLAS lanes (acc_i = fma(d_w * d_a, lane_i, acc_i), hsum8) or, for kChain formats, the
 // scalar chain (used by Q4_0 only for tail rows < 8). d_w * d_a is formed as a vector product
@@ -128,7 +129,6 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* wb = w + r * w_stride + i * kWB;
-      if constexpr (T == 1) _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes), _MM_HINT_T0);
       __m256i u, q;
       if constexpr (kSign) {
         q = F::signed_q(wb);
