@@ -42,13 +42,13 @@ namespace q4k_x16 {
 constexpr int64_t kRows = 16;
 constexpr size_t kGroupBlock = 2304;  // bytes of one super-block of a group
 constexpr size_t kScales = 64, kQuants = 256;
-// Weights are prefetched this many super-blocks ahead into L2 (prefetch_l2.h): with several tokens
-// the kernel is compute bound and the hardware prefetcher alone left it ~65 % slower from DRAM than
-// from cache (rows-bench gate/up, 8 tokens: 0.96 vs 0.58 ms); the prefetch gives the in-cache time.
+// Weights are prefetched this many super-blocks ahead (prefetch_l2.h). With several tokens the
+// kernel is compute bound, and without prefetch it ran ~65 % slower from DRAM than from cache on
+// Zen 4 (rows-bench gate/up, 8 tokens: 0.96 vs 0.58 ms); one token is memory bound, and the
+// hardware prefetcher alone left it at 56-70 % of the read-sum on Zen 5. T0 beat T1 on Zen 5 in
+// both cases (session 10: 8 tokens 0.64 -> 0.43 ms; one token 82-85 -> 100-111 %; engine
+// tinyllama Q4_K_M 8 clients 127 -> 152 tok/s).
 constexpr size_t kPrefetchBlocks = 6;
-// One token is memory bound. On the Zen 4 VM of sessions 1-9 the hardware prefetcher alone did
-// best; on the Zen 5 VM of session 10 (34 GB/s per thread) it left matvec at 56-70 % of the
-// read-sum, and an L2 prefetch 2 super-blocks ahead gives 82-97 % (1 or 3 ahead: no better).
 constexpr size_t kPrefetchBlocksOneToken = 2;
 
 inline int32_t load_i32(const uint8_t* p) {
@@ -143,7 +143,7 @@ void group_token(int64_t nb, const uint8_t* g, const uint8_t* a, float* out) {
   VecF acc = zero_f(), accm = zero_f();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* x = g + static_cast<size_t>(b) * kGroupBlock;
-    prefetch_l2<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocksOneToken * kGroupBlock);
+    prefetch_l1<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocksOneToken * kGroupBlock);
     const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
     const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
     int16_t bs[16];
@@ -201,7 +201,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
                u2 = load_unit(x + kScales + 2 * kUnit);
     const uint8_t* units = x + kQuants;
     const VecF dw = load_f16x(x), dmw = load_f16x(x + 32);
-    prefetch_l2<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock);
+    prefetch_l1<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock);
     VecI sumi[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) sumi[t] = zero_i();

@@ -129,10 +129,8 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* a, const u
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* x = g + static_cast<size_t>(b) * kGroupBlock;
     const size_t a_off = static_cast<size_t>(b) * sizeof(BlockQ8K);
-    // Several tokens make the pass compute bound, one token memory bound: both prefetch into L2,
-    // at the distances kquant_q4k_x16.h measured (T1 gives the in-cache speed with several tokens;
-    // with one, 2 blocks ahead beat the hardware prefetcher alone on Zen 5: 52-63 -> 80-89 %).
-    prefetch_l2<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + (NT >= 2 ? kPrefetchBlocks : kPrefetchBlocksOneToken) * kGroupBlock);
+    // Prefetched as kquant_q4k_x16.h measured (T0; several tokens 6 blocks ahead, one token 2).
+    prefetch_l1<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + (NT >= 2 ? kPrefetchBlocks : kPrefetchBlocksOneToken) * kGroupBlock);
     const __m512i u0 = load_unit(x + kScales), u1 = load_unit(x + kScales + kUnit),
                   u2 = load_unit(x + kScales + 2 * kUnit);
     const ScaleBytes sb(u0, u1, u2);

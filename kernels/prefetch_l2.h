@@ -21,6 +21,15 @@ inline void prefetch_l2(uintptr_t addr) {
   for (size_t line = 0; line < kBytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(addr + line), _MM_HINT_T1);
 }
 
+// The same into L1 (_MM_HINT_T0). On the Zen 5 VM of session 10 the repacked K-quant passes ran
+// best with T0 (docs/BENCHMARKS.md "Session 10"): one token 82-85 -> 100-111 % of the read-sum,
+// 8 tokens at their in-cache speed (gate/up 5632x2048 0.64 -> 0.43 ms, hot 0.415).
+template <size_t kBytes>
+inline void prefetch_l1(uintptr_t addr) {
+#pragma GCC unroll 64
+  for (size_t line = 0; line < kBytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(addr + line), _MM_HINT_T0);
+}
+
 // The cache lines of [addr, addr + bytes), for a length known only at run time.
 inline void prefetch_l2_range(uintptr_t addr, size_t bytes) {
   for (uintptr_t line = addr & ~uintptr_t{63}; line < addr + bytes; line += 64)
