@@ -85,7 +85,9 @@ inline VecI dot(VecI acc, VecI u, VecI s) {
 // {1to16} memory operand: g++ emits a separate vpbroadcastd for the intrinsic. On the Zen 5 VM of
 // session 10 this made the 8-token pass 22 % faster (rows-bench --hot gate/up 5632x2048: 0.48 ->
 // 0.38 ms, 3 alternated runs; batch-bench 8 clients 162 -> 172 tok/s); session 8 had measured it
-// 6 % slower on Zen 4, where the separate broadcast load was free.
+// 6 % slower on Zen 4, where the separate broadcast load was free. The grouped (prompt) pass keeps
+// the separate broadcast: with {1to16} engine-bench pp128 fell ~15 % (3 x 2 alternated runs, -r 5).
+// Only the first token pass over a group prefetches: the later ones find it in cache.
 inline VecI dot_bcast(VecI acc, VecI u, const uint8_t* s) {
   asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*reinterpret_cast<const int32_t*>(s)));
   return acc;
@@ -198,7 +200,7 @@ inline VecI min_pair(VecI u0, VecI u1, VecI u2) {
 // sp: the tokens' bsum_pairs, nb * kBsumPairsPerBlock per token.
 template <bool kVnni, int T, bool kGrouped = false>
 void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, const uint32_t* sp, float* out,
-                  size_t out_stride) {
+                  size_t out_stride, bool prefetch) {
   constexpr size_t kUnit = 64;
   VecF acc[T], accm[T];
 #pragma GCC unroll 8
@@ -210,7 +212,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
                u2 = load_unit(x + kScales + 2 * kUnit);
     const uint8_t* units = x + kQuants;
     const VecF dw = load_f16x(x), dmw = load_f16x(x + 32);
-    prefetch_l1<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock);
+    if (prefetch) prefetch_l1<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock);
     VecI sumi[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) sumi[t] = zero_i();
@@ -232,7 +234,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
         if constexpr (kVnni) {
           s = zero_i();
 #pragma GCC unroll 8
-          for (int q = 0; q < 8; ++q) s = dot_bcast(s, wq[q], aq + 4 * q);
+          for (int q = 0; q < 8; ++q) s = kGrouped ? dot<true>(s, wq[q], bcast_i32(load_i32(aq + 4 * q))) : dot_bcast(s, wq[q], aq + 4 * q);
         } else {
           VecI s16 = zero_i();
 #pragma GCC unroll 8
@@ -290,19 +292,19 @@ constexpr int64_t kTokensPerPass = 8;
 
 template <bool kVnni, bool kGrouped>
 void group_token_block(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, const uint32_t* sp, int64_t n,
-                       float* out, size_t out_stride) {
+                       float* out, size_t out_stride, bool prefetch) {
   switch (n) {
     case 1:
-      if constexpr (kGrouped) group_tokens<kVnni, 1, true>(nb, g, a, a_stride, sp, out, out_stride);
+      if constexpr (kGrouped) group_tokens<kVnni, 1, true>(nb, g, a, a_stride, sp, out, out_stride, prefetch);
       else group_token<kVnni>(nb, g, a, out);
       break;
-    case 2: group_tokens<kVnni, 2, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
-    case 3: group_tokens<kVnni, 3, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
-    case 4: group_tokens<kVnni, 4, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
-    case 5: group_tokens<kVnni, 5, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
-    case 6: group_tokens<kVnni, 6, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
-    case 7: group_tokens<kVnni, 7, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
-    default: group_tokens<kVnni, 8, kGrouped>(nb, g, a, a_stride, sp, out, out_stride); break;
+    case 2: group_tokens<kVnni, 2, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
+    case 3: group_tokens<kVnni, 3, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
+    case 4: group_tokens<kVnni, 4, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
+    case 5: group_tokens<kVnni, 5, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
+    case 6: group_tokens<kVnni, 6, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
+    case 7: group_tokens<kVnni, 7, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
+    default: group_tokens<kVnni, 8, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
   }
 }
 
@@ -327,7 +329,8 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
       group_token_block<kVnni, kGrouped>(nb, g, ab + static_cast<size_t>(t) * a_stride, a_stride,
                                sp.data() + static_cast<size_t>(t) * sp_per_token,
                                std::min<int64_t>(kTokensPerPass, n_tok - t),
-                               out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0), out_stride);
+                               out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0), out_stride,
+                               /*prefetch=*/t == 0);
   }
 }
 
