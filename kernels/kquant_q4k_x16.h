@@ -47,7 +47,9 @@ constexpr size_t kScales = 64, kQuants = 256;
 // Zen 4 (rows-bench gate/up, 8 tokens: 0.96 vs 0.58 ms); one token is memory bound, and the
 // hardware prefetcher alone left it at 56-70 % of the read-sum on Zen 5. T0 beat T1 on Zen 5 in
 // both cases (session 10: 8 tokens 0.64 -> 0.43 ms; one token 82-85 -> 100-111 %; engine
-// tinyllama Q4_K_M 8 clients 127 -> 152 tok/s).
+// tinyllama Q4_K_M 8 clients 127 -> 152 tok/s). Only a group's first token pass prefetches (a
+// prompt makes several): the later ones find the group in cache, and prefetching on every pass
+// cost pp128 ~15 %.
 constexpr size_t kPrefetchBlocks = 6;
 constexpr size_t kPrefetchBlocksOneToken = 2;
 
@@ -87,7 +89,6 @@ inline VecI dot(VecI acc, VecI u, VecI s) {
 // 0.38 ms, 3 alternated runs; batch-bench 8 clients 162 -> 172 tok/s); session 8 had measured it
 // 6 % slower on Zen 4, where the separate broadcast load was free. The grouped (prompt) pass keeps
 // the separate broadcast: with {1to16} engine-bench pp128 fell ~15 % (3 x 2 alternated runs, -r 5).
-// Only the first token pass over a group prefetches: the later ones find it in cache.
 inline VecI dot_bcast(VecI acc, VecI u, const uint8_t* s) {
   asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*reinterpret_cast<const int32_t*>(s)));
   return acc;
@@ -234,7 +235,8 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
         if constexpr (kVnni) {
           s = zero_i();
 #pragma GCC unroll 8
-          for (int q = 0; q < 8; ++q) s = kGrouped ? dot<true>(s, wq[q], bcast_i32(load_i32(aq + 4 * q))) : dot_bcast(s, wq[q], aq + 4 * q);
+          for (int q = 0; q < 8; ++q)
+            s = kGrouped ? dot<true>(s, wq[q], bcast_i32(load_i32(aq + 4 * q))) : dot_bcast(s, wq[q], aq + 4 * q);
         } else {
           VecI s16 = zero_i();
 #pragma GCC unroll 8

@@ -130,7 +130,8 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* a, const u
     const uint8_t* x = g + static_cast<size_t>(b) * kGroupBlock;
     const size_t a_off = static_cast<size_t>(b) * sizeof(BlockQ8K);
     // Prefetched as kquant_q4k_x16.h measured (T0; several tokens 6 blocks ahead, one token 2).
-    prefetch_l1<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + (NT >= 2 ? kPrefetchBlocks : kPrefetchBlocksOneToken) * kGroupBlock);
+    constexpr size_t kAhead = NT >= 2 ? kPrefetchBlocks : kPrefetchBlocksOneToken;
+    prefetch_l1<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kAhead * kGroupBlock);
     const __m512i u0 = load_unit(x + kScales), u1 = load_unit(x + kScales + kUnit),
                   u2 = load_unit(x + kScales + 2 * kUnit);
     const ScaleBytes sb(u0, u1, u2);

@@ -1,4 +1,5 @@
-// Prefetch of a weight block into L2 (_MM_HINT_T1), for kernels that stream weights from DRAM.
+// Prefetch of a weight block into L2 (_MM_HINT_T1) or L1 (T0), for kernels that stream weights
+// from DRAM.
 // On the 2-vCPU Zen 4 dev VM, T1 prefetch ahead of a compute-bound multi-token pass gave it its
 // in-cache speed while T0 prefetch gave nothing (docs/BENCHMARKS.md, session 6). The address is an
 // integer: callers prefetch ahead of where they read, which may lie past the end of the weights
