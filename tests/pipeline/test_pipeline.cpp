@@ -22,6 +22,7 @@
 #include "gguf/gguf_file.h"
 #include "gguf/model_identity.h"
 #include "net/raw_peer.h"
+#include "support/ports.h"
 #include "cluster_helpers.h"
 #include "worker_process.h"
 
@@ -154,12 +155,8 @@ TEST_CASE("a worker killed mid-generation fails the request naming it, quickly",
 TEST_CASE("a worker that never starts times out the load, naming it", "[pipeline]") {
   const std::string model = baton::test::shared_path("models/stories260K.gguf");
   auto workers = spawn(model, 1);
-  // A port nobody listens on: a worker we start and stop.
-  uint16_t dead_port;
-  {
-    WorkerProcess gone("node-02", model, {"--insecure"});
-    dead_port = gone.port();
-  }
+  const baton::test::RefusingPort dead;  // node-02's port: nobody listens there
+  const uint16_t dead_port = dead.port();
   std::string yaml = fmt::format(
       "model: {}\ncluster:\n  insecure: true\n  connect_timeout: 1\n  nodes:\n"
       "    - {{ id: node-01, host: 127.0.0.1, port: {}, layers: [0, 2] }}\n"

@@ -41,9 +41,6 @@ std::string yaml(const std::string& model, uint16_t port_a, uint16_t port_b, con
                      model, port_a, port_b, layers_b);
 }
 
-// A port that was free a moment ago (bound, then closed).
-uint16_t closed_port() { return baton::test::free_loopback_port(); }
-
 }  // namespace
 
 TEST_CASE("engine-ctl doctor: reachability like nc -zv, coverage, memory fit, exit code", "[registry]") {
@@ -58,7 +55,8 @@ TEST_CASE("engine-ctl doctor: reachability like nc -zv, coverage, memory fit, ex
   CHECK(good.out.find("ok    memory fit: this machine (2 local node(s))") != std::string::npos);
   CHECK(good.out.find("all checks passed") != std::string::npos);
 
-  const uint16_t dead = closed_port();
+  const baton::test::RefusingPort refusing;
+  const uint16_t dead = refusing.port();
   auto bad = run("doctor " + write_yaml("dead.yaml", yaml(model, a.port(), dead)));
   INFO(bad.out);
   CHECK(bad.status == 1);

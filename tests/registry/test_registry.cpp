@@ -83,9 +83,6 @@ std::vector<int32_t> local_tokens() {
   return generate_tokens(m.layers(), m.head(), m.tokenizer());
 }
 
-// A port nobody listens on now. Workers are spawned BEFORE the coordinator listens: a child
-// spawned later would inherit the listening socket (the net layer does not set CLOEXEC).
-
 // Polls `pred` for up to `limit`; returns the time it took, or -1 ms.
 template <class Pred>
 std::chrono::milliseconds time_until(Pred pred, std::chrono::milliseconds limit = 5000ms) {
