@@ -82,9 +82,6 @@ struct Act {
   static constexpr int kQs = kMin ? 4 : 2;
 };
 
-// No software prefetch: the T0 prefetch 256 bytes ahead that one-token tiles had until session 10
-// cost Q8_0 matvec 5-10 % on the Zen 5 VM (4096x4096, 1 thread: ~800-900 vs ~880-980 us, 3
-// alternated runs; Q4_1/Q5_0/Q5_1 within noise); the hardware prefetchers follow the R row streams.
 // Generic tile, R rows x T tokens, every (row, token) pair its own sequence of the contract:
 // tinyBLAS lanes (acc_i = fma(d_w * d_a, lane_i, acc_i), hsum8) or, for kChain formats, the
 // scalar chain (used by Q4_0 only for tail rows < 8). d_w * d_a is formed as a vector product
@@ -93,6 +90,9 @@ struct Act {
 // dpbusd's accumulator with VNNI) or, in the sign form, Σ |q| sign(a, q). Q8_0 uses the sign
 // form for decode and without VNNI, the offset form for VNNI batches; both are exact for
 // activation quants in -127..127, which is all quantize_q8_0 produces (sign(-128) wraps).
+// No software prefetch: the T0 prefetch 256 bytes ahead that one-token tiles had until session 10
+// cost Q8_0 matvec 5-10 % on the Zen 5 VM (4096x4096, 1 thread: ~800-900 vs ~880-980 us, 3
+// alternated runs; Q4_1/Q5_0/Q5_1 within noise); the hardware prefetchers follow the R row streams.
 template <class F, bool kVnni, int R, int T>
 void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, float* out,
           size_t out_stride) {

@@ -14,8 +14,13 @@
 namespace baton::test {
 
 namespace detail {
-// A close-on-exec TCP socket bound to 127.0.0.1:0 (not listening); returns its fd and port.
-inline int bind_loopback(uint16_t& port) {
+struct BoundSocket {
+  int fd;
+  uint16_t port;
+};
+
+// A close-on-exec TCP socket bound to 127.0.0.1:0, not listening.
+inline BoundSocket bind_loopback() {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::runtime_error("socket() failed");
   sockaddr_in a{};
@@ -27,15 +32,14 @@ inline int bind_loopback(uint16_t& port) {
     close(fd);
     throw std::runtime_error("cannot bind a free port on 127.0.0.1");
   }
-  port = ntohs(a.sin_port);
-  return fd;
+  return {fd, ntohs(a.sin_port)};
 }
 }  // namespace detail
 
 inline uint16_t free_loopback_port() {
-  uint16_t port = 0;
-  close(detail::bind_loopback(port));
-  return port;
+  const detail::BoundSocket s = detail::bind_loopback();
+  close(s.fd);
+  return s.port;
 }
 
 // A loopback port where connections are refused for as long as this object lives: bound but not
@@ -44,15 +48,14 @@ inline uint16_t free_loopback_port() {
 // expecting "refused" once reached a worker of another test there.)
 class RefusingPort {
  public:
-  RefusingPort() : fd_(detail::bind_loopback(port_)) {}
-  ~RefusingPort() { close(fd_); }
+  RefusingPort() : socket_(detail::bind_loopback()) {}
+  ~RefusingPort() { close(socket_.fd); }
   RefusingPort(const RefusingPort&) = delete;
   RefusingPort& operator=(const RefusingPort&) = delete;
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return socket_.port; }
 
  private:
-  uint16_t port_ = 0;
-  int fd_;
+  detail::BoundSocket socket_;
 };
 
 }  // namespace baton::test
