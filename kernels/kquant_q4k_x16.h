@@ -193,22 +193,72 @@ inline VecI min_pair(VecI u0, VecI u1, VecI u2) {
   return or_i(scale_of<2 * P, true>(u0, u1, u2), _mm512_slli_epi32(scale_of<2 * P + 1, true>(u0, u1, u2), 16));
 }
 
+// Most tokens one group_tokens pass takes: 8 keeps the accumulators, one sub-block's weights and
+// the per-token sums in the 32 zmm registers.
+constexpr int64_t kTokensPerPass = 8;
+constexpr size_t kPackedQs = kTokensPerPass * kQK_K;
+constexpr size_t kPackedSp = kTokensPerPass * kBsumPairsPerBlock;
+
+// The activations of one pass (up to kTokensPerPass tokens) packed per super-block b: the tokens'
+// quants at qs + b * kPackedQs (token t at + 256 t), their Q8_K scales at d + b * kTokensPerPass
+// and their bsum pairs (bsum_pairs.h) at sp + b * kPackedSp. Every activation operand of a block
+// is then one base register plus a constant: with one base per token (a + t * a_stride) the 8-token
+// pass spent ~1400 mov/lea recomputing and reloading addresses and ran slower per token than the
+// 2-token pass.
+struct PackedPass {
+  const uint8_t* qs;
+  const float* d;
+  const uint32_t* sp;
+};
+
+// Packs tokens [0, n_tok) of the Q8_K rows a (a_stride apart), kTokensPerPass per pass: pass p's
+// block b at index p * nb + b of each array.
+class PassPacker {
+ public:
+  void pack(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb) {
+    const auto passes = static_cast<size_t>((n_tok + kTokensPerPass - 1) / kTokensPerPass);
+    const size_t blocks = passes * static_cast<size_t>(nb);
+    qs_.resize(blocks * kPackedQs);
+    d_.resize(blocks * kTokensPerPass);
+    sp_.resize(blocks * kPackedSp);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      const size_t p = static_cast<size_t>(t / kTokensPerPass), tt = static_cast<size_t>(t % kTokensPerPass);
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* src = a + static_cast<size_t>(t) * a_stride + static_cast<size_t>(b) * sizeof(BlockQ8K);
+        const size_t blk = p * static_cast<size_t>(nb) + static_cast<size_t>(b);
+        std::memcpy(&qs_[blk * kPackedQs + tt * kQK_K], src + offsetof(BlockQ8K, qs), kQK_K);
+        std::memcpy(&d_[blk * kTokensPerPass + tt], src + offsetof(BlockQ8K, d), sizeof(float));
+        bsum_pairs(src, 0, 1, 1, &sp_[blk * kPackedSp + tt * kBsumPairsPerBlock]);
+      }
+    }
+  }
+  PackedPass pass(int64_t p, int64_t nb) const {
+    const size_t blk = static_cast<size_t>(p) * static_cast<size_t>(nb);
+    return {qs_.data() + blk * kPackedQs, d_.data() + blk * kTokensPerPass, sp_.data() + blk * kPackedSp};
+  }
+
+ private:
+  std::vector<uint8_t> qs_;
+  std::vector<float> d_;
+  std::vector<uint32_t> sp_;
+};
+
 // One 16-row group x T tokens: each weight unit is loaded and unpacked once per super-block and
 // dotted with all T tokens (4 activation bytes broadcast per dot), so the unpack and the scale
 // decoding are shared; per token the exact integers and float chains of the single-token kernel.
 // kGrouped: llama.cpp's 4-row GEMM order (TypeOps::gemm_grouped, kquant_kernels.h): the same two
 // chains with one step per sub-block pair (64 elements) instead of per super-block.
-// sp: the tokens' bsum_pairs, nb * kBsumPairsPerBlock per token.
 template <bool kVnni, int T, bool kGrouped = false>
-void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, const uint32_t* sp, float* out,
-                  size_t out_stride, bool prefetch) {
+void group_tokens(int64_t nb, const uint8_t* g, PackedPass pass, float* out, size_t out_stride, bool prefetch) {
   constexpr size_t kUnit = 64;
   VecF acc[T], accm[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = accm[t] = zero_f();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* x = g + static_cast<size_t>(b) * kGroupBlock;
-    const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
+    const uint8_t* aqb = pass.qs + static_cast<size_t>(b) * kPackedQs;
+    const float* db = pass.d + static_cast<size_t>(b) * kTokensPerPass;
+    const uint32_t* spb = pass.sp + static_cast<size_t>(b) * kPackedSp;
     const VecI u0 = load_unit(x + kScales), u1 = load_unit(x + kScales + kUnit),
                u2 = load_unit(x + kScales + 2 * kUnit);
     const uint8_t* units = x + kQuants;
@@ -230,7 +280,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
       const VecI sc = scale_of<J, false>(u0, u1, u2);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const uint8_t* aq = ab + static_cast<size_t>(t) * a_stride + offsetof(BlockQ8K, qs) + 32 * J;
+        const uint8_t* aq = aqb + static_cast<size_t>(t) * kQK_K + 32 * J;
         VecI s;
         if constexpr (kVnni) {
           s = zero_i();
@@ -247,9 +297,8 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
       }
     };
     // The mins term of sub-block pairs [P0, P1) for token t: sum_J m_J * bsum32_J.
-    const uint32_t* spb = sp + static_cast<size_t>(b) * kBsumPairsPerBlock;
     auto mins = [&]<int P0, int P1>(int t) {
-      const uint32_t* pairs = spb + static_cast<size_t>(t) * static_cast<size_t>(nb) * kBsumPairsPerBlock;
+      const uint32_t* pairs = spb + static_cast<size_t>(t) * kBsumPairsPerBlock;
       VecI summ = zero_i();
       [&]<int... P>(std::integer_sequence<int, P...>) {
         ((summ = madd_add<kVnni>(summ, min_pair<P0 + P>(u0, u1, u2), bcast_i32(static_cast<int32_t>(pairs[P0 + P])))),
@@ -258,9 +307,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
       return summ;
     };
     auto step = [&](int t, VecI summ) {
-      float da;
-      std::memcpy(&da, ab + static_cast<size_t>(t) * a_stride + offsetof(BlockQ8K, d), 4);
-      const VecF vda = set1_f(da);
+      const VecF vda = set1_f(db[t]);
       acc[t] = fmadd(cvt(sumi[t]), mul_f(dw, vda), acc[t]);
       accm[t] = fmadd(cvt(summ), mul_f(dmw, vda), accm[t]);
     };
@@ -288,25 +335,23 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_strid
   for (int t = 0; t < T; ++t) store_result(out + static_cast<size_t>(t) * out_stride, acc[t], accm[t]);
 }
 
-// Most tokens one group_tokens pass takes: 8 keeps the accumulators, one sub-block's weights and
-// the per-token sums in the 32 zmm registers.
-constexpr int64_t kTokensPerPass = 8;
-
+// One pass of n (1..kTokensPerPass) tokens through a group. a: the pass's first Q8_K row (the
+// single-token kernel reads it directly).
 template <bool kVnni, bool kGrouped>
-void group_token_block(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, const uint32_t* sp, int64_t n,
-                       float* out, size_t out_stride, bool prefetch) {
+void group_token_block(int64_t nb, const uint8_t* g, const uint8_t* a, PackedPass pass, int64_t n, float* out,
+                       size_t out_stride, bool prefetch) {
   switch (n) {
     case 1:
-      if constexpr (kGrouped) group_tokens<kVnni, 1, true>(nb, g, a, a_stride, sp, out, out_stride, prefetch);
+      if constexpr (kGrouped) group_tokens<kVnni, 1, true>(nb, g, pass, out, out_stride, prefetch);
       else group_token<kVnni>(nb, g, a, out);
       break;
-    case 2: group_tokens<kVnni, 2, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
-    case 3: group_tokens<kVnni, 3, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
-    case 4: group_tokens<kVnni, 4, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
-    case 5: group_tokens<kVnni, 5, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
-    case 6: group_tokens<kVnni, 6, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
-    case 7: group_tokens<kVnni, 7, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
-    default: group_tokens<kVnni, 8, kGrouped>(nb, g, a, a_stride, sp, out, out_stride, prefetch); break;
+    case 2: group_tokens<kVnni, 2, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
+    case 3: group_tokens<kVnni, 3, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
+    case 4: group_tokens<kVnni, 4, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
+    case 5: group_tokens<kVnni, 5, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
+    case 6: group_tokens<kVnni, 6, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
+    case 7: group_tokens<kVnni, 7, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
+    default: group_tokens<kVnni, 8, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
   }
 }
 
@@ -319,20 +364,17 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
   const int64_t nb = k / kQK_K;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
-  thread_local std::vector<uint32_t> sp;
-  const size_t sp_per_token = static_cast<size_t>(nb) * kBsumPairsPerBlock;
-  if (n_tok > 1 || kGrouped) {
-    sp.resize(static_cast<size_t>(n_tok) * sp_per_token);
-    bsum_pairs(ab, a_stride, n_tok, nb, sp.data());
-  }
+  thread_local PassPacker packer;
+  const bool packed = n_tok > 1 || kGrouped;
+  if (packed) packer.pack(ab, a_stride, n_tok, nb);
   for (int64_t r0 = 0; r0 + kRows <= n_rows; r0 += kRows) {
     const uint8_t* g = wb + static_cast<size_t>(r0) * w_stride;
     for (int64_t t = 0; t < n_tok; t += kTokensPerPass)
-      group_token_block<kVnni, kGrouped>(nb, g, ab + static_cast<size_t>(t) * a_stride, a_stride,
-                               sp.data() + static_cast<size_t>(t) * sp_per_token,
-                               std::min<int64_t>(kTokensPerPass, n_tok - t),
-                               out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0), out_stride,
-                               /*prefetch=*/t == 0);
+      group_token_block<kVnni, kGrouped>(nb, g, ab + static_cast<size_t>(t) * a_stride,
+                                         packed ? packer.pass(t / kTokensPerPass, nb) : PackedPass{},
+                                         std::min<int64_t>(kTokensPerPass, n_tok - t),
+                                         out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0),
+                                         out_stride, /*prefetch=*/t == 0);
   }
 }
 

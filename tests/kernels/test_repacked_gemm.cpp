@@ -137,7 +137,8 @@ TEST_CASE("repacked Q4_0 gemm is bitwise the plain gemm for every variant and sh
 }
 
 TEST_CASE("repacked Q4_K gemm is bitwise the plain gemm for every variant and shape") {
-  check_type(GgmlType::kQ4_K, {{16, 1, 256}, {16, 1, 2048}, {32, 2, 512}, {48, 3, 256}, {16, 5, 768}, {32, 1, 5632}});
+  check_type(GgmlType::kQ4_K, {{16, 1, 256}, {16, 1, 2048}, {32, 2, 512}, {48, 3, 256}, {16, 5, 768}, {32, 8, 512},
+                               {16, 9, 256}, {16, 17, 512}, {32, 1, 5632}});
 }
 
 TEST_CASE("repacked Q5_K gemm is bitwise the plain gemm for every variant and shape") {
