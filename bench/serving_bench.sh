@@ -10,8 +10,9 @@
 #   node-llama-cpp  bench/llamacpp/server.mjs: one llama.cpp context with SLOTS sequences through
 #                   node-llama-cpp (the old reference; "llamacpp" is accepted as its old name)
 # Prints every run and a median table (markdown) with the load average at the time, the completion
-# tokens per request and the server's CPU time (tokens per CPU-second of the server process: less
-# sensitive to a shared machine).
+# tokens per request, the server's CPU time (tokens per CPU-second of the server process: less
+# sensitive to a shared machine), the read bandwidth measured before each server's runs, and the
+# N-vs-1-client ratio both of the medians and within each rep (adjacent runs, then the median).
 # Usage: bench/serving_bench.sh [MODEL=/work/models/tinyllama-Q4_K_M.gguf] [REPS=3] [THREADS=2]
 # env: BUILD (default build), CLIENTS ("1 8"), N_GEN (64), PROMPT_WORDS (24), SLOTS (8), CTX (512),
 #      OUT (raw JSON lines, default /tmp/serving_bench.jsonl), SERVERS ("baton llama-server"),
@@ -37,6 +38,7 @@ SERVERS="${SERVERS:-baton llama-server}"
 PORT=$((20000 + RANDOM % 20000))
 
 [ -x "$BUILD/bin/engine-coordinator" ] || cmake --build "$BUILD" -j2 --target engine-coordinator
+[ -x "$BUILD/bin/kernel-bench" ] || cmake --build "$BUILD" -j2 --target kernel-bench
 ( cd "$ROOT/bench/llamacpp" && [ -d node_modules/node-llama-cpp ] || npm ci --ignore-scripts )
 SERVERS="$(echo "$SERVERS" | sed 's/\bllamacpp\b/node-llama-cpp/g')"
 for server in $SERVERS; do
@@ -93,13 +95,16 @@ for rep in $(seq 1 "$REPS"); do
     extra=()
     [ "$server" = llama-server ] && [ -n "${LLAMA_BAN_TOKENS-3-258}" ] && extra=(--ban-tokens "${LLAMA_BAN_TOKENS-3-258}")
     python3 "$load" --url "http://127.0.0.1:$PORT" -c 1 -n 4 --json "${extra[@]}" >/dev/null  # warm-up: page in, start threads
+    # The read bandwidth of the minute (kernel-bench's read-sum, THREADS threads, ~3 s): one
+    # client's rate follows it.
+    bw="$("$BUILD/bin/kernel-bench" --sections membw --threads "$THREADS" --reps 3 2>/dev/null | awk '/read-sum/ {print $9}')"
     for c in $CLIENTS; do
       la="$(cut -d' ' -f1 /proc/loadavg)"
       cpu0="$(cpu_ticks)"
       line="$(python3 "$load" --url "http://127.0.0.1:$PORT" -c "$c" -n "$N_GEN" -p "$PROMPT_WORDS" --json "${extra[@]}" || true)"
       cpu="$(( $(cpu_ticks) - cpu0 ))"
-      echo "{\"server\": \"$server\", \"rep\": $rep, \"load\": $la, \"utc\": \"$(date -u +%H:%M)\", \"cpu_seconds\": $(python3 -c "print($cpu / $(getconf CLK_TCK))"), \"run\": $line}" >>"$OUT"
-      echo "rep $rep $server clients $c load $la cpu ${cpu} ticks: $line"
+      echo "{\"server\": \"$server\", \"rep\": $rep, \"load\": $la, \"read_gbs\": ${bw:-null}, \"utc\": \"$(date -u +%H:%M)\", \"cpu_seconds\": $(python3 -c "print($cpu / $(getconf CLK_TCK))"), \"run\": $line}" >>"$OUT"
+      echo "rep $rep $server clients $c load $la read-sum ${bw:-?} GB/s cpu ${cpu} ticks: $line"
     done
     stop_server
   done
@@ -111,8 +116,15 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 med = lambda xs: statistics.median(xs) if xs else None
 f = lambda v, d=2: "-" if v is None else "%.*f" % (d, v)
 print("\nmodel %s, %s threads, median of %d alternated runs" % (sys.argv[2], sys.argv[3], max(r["rep"] for r in rows)))
-print("| server | clients | aggregate tok/s | ratio vs 1 client | per-client tok/s | TTFT p50 s | TTFT p95 s | ITL p50 ms | ITL p95 ms | tok per server CPU-s | tokens/request | errors | load avg |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
+print("| server | clients | aggregate tok/s | ratio vs 1 client | ratio within a rep | per-client tok/s | TTFT p50 s | TTFT p95 s | ITL p50 ms | ITL p95 ms | tok per server CPU-s | tokens/request | errors | load avg | read-sum GB/s |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|")
+# The machine's memory bandwidth drifts by minutes, and one client is bandwidth bound while 8 are
+# compute bound: the ratio of a rep's two adjacent runs (median over reps) is the steadier figure.
+agg_of = {(r["server"], r["rep"], r["run"]["clients"]): r["run"]["aggregate_tok_s"] for r in rows}
+def rep_ratio(server, c):
+    rs = [agg_of[(server, rep, c)] / agg_of[(server, rep, 1)] for (s, rep, cc) in agg_of
+          if s == server and cc == c and agg_of.get((server, rep, 1))]
+    return "%.2fx" % statistics.median(rs) if rs else "-"
 base = {}
 for server in dict.fromkeys(r["server"] for r in rows):
     for c in sorted({r["run"]["clients"] for r in rows if r["server"] == server}):
@@ -128,8 +140,10 @@ for server in dict.fromkeys(r["server"] for r in rows):
         per_req = sorted({r["run"]["completion_tokens"] / max(1, r["run"]["requests"] - r["run"]["errors"]) for r in runs})
         short = sum(r["run"]["short_completions"] for r in runs)
         tpr = "/".join("%g" % x for x in per_req) + (" (%d short)" % short if short else "")
-        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f-%.1f |" % (
-            server, c, f(agg), ratio, f(g("per_client_tok_s_p50")), f(g("ttft_p50"), 3), f(g("ttft_p95"), 3),
+        bws = [r["read_gbs"] for r in runs if r.get("read_gbs")]
+        bw = "%.0f-%.0f" % (min(bws), max(bws)) if bws else "-"
+        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f-%.1f | %s |" % (
+            server, c, f(agg), ratio, rep_ratio(server, c), f(g("per_client_tok_s_p50")), f(g("ttft_p50"), 3), f(g("ttft_p95"), 3),
             f(ms(g("itl_p50")), 1), f(ms(g("itl_p95")), 1), f(per_cpu), tpr, sum(r["run"]["errors"] for r in runs),
-            min(loads), max(loads)))
+            min(loads), max(loads), bw))
 EOF
