@@ -47,11 +47,13 @@ constexpr size_t kScales = 64, kQuants = 256;
 // Zen 4 (rows-bench gate/up, 8 tokens: 0.96 vs 0.58 ms); one token is memory bound, and the
 // hardware prefetcher alone left it at 56-70 % of the read-sum on Zen 5. T0 beat T1 on Zen 5 in
 // both cases (session 10: 8 tokens 0.64 -> 0.43 ms; one token 82-85 -> 100-111 %; engine
-// tinyllama Q4_K_M 8 clients 127 -> 152 tok/s). Only a group's first token pass prefetches (a
-// prompt makes several): the later ones find the group in cache, and prefetching on every pass
-// cost pp128 ~15 %.
-constexpr size_t kPrefetchBlocks = 6;
-constexpr size_t kPrefetchBlocksOneToken = 2;
+// tinyllama Q4_K_M 8 clients 127 -> 152 tok/s). 2 blocks ahead for any token count: with the
+// packed activations of session 11, 8 tokens at 6 ahead ran 25-35 % slower from DRAM than in
+// cache (gate/up 0.50-0.54 vs 0.38-0.40 ms), at 2 ahead as fast (0.37-0.40; 1, 3, 4, 10, 16
+// ahead measured in between or worse; batch-bench 8 clients 185-190 -> 192-198 tok/s). Only a
+// group's first token pass prefetches (a prompt makes several): the later ones find the group in
+// cache, and prefetching on every pass cost pp128 ~15 %.
+constexpr size_t kPrefetchBlocks = 2;
 
 inline int32_t load_i32(const uint8_t* p) {
   int32_t v;
@@ -155,7 +157,7 @@ void group_token(int64_t nb, const uint8_t* g, const uint8_t* a, float* out) {
   VecF acc = zero_f(), accm = zero_f();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* x = g + static_cast<size_t>(b) * kGroupBlock;
-    prefetch_l1<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocksOneToken * kGroupBlock);
+    prefetch_l1<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock);
     const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
     const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
     int16_t bs[16];
