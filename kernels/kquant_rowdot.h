@@ -1,15 +1,14 @@
-// The register-direct K-quant row kernel for decode (few tokens): 8 weight rows at a time,
-// each super-block decoded straight into 8 ymm registers of unsigned quants (no unpacked copy
-// in memory), multiplied with the Q8_K activations 4 bytes at a time (Dot: vpdpbusd with
-// AVX512-VNNI, vpmaddubsw + vpmaddwd without), reduced per 16-element sub-block with two
-// levels of vphaddd, scaled by vpmulld and reduced across the 8 rows into one lane per row.
-// Per (row, token) and super-block this is the same exact integer sumi / summ as every other
+// The K-quant row kernels for one-token decode on unrepacked Q4_K / Q5_K rows (the AVX2 and
+// AVX-512 builds; AVX-512 decodes repacked rows with kquant_q4k_x16.h / kquant_q5k_x16.h, and these
+// serve --mmap and row counts that are not a multiple of 16): Q4_K as row pairs sharing every
+// instruction (gemm_rowdot_pairs<false>), Q5_K 4 rows at a time (gemm_rowdot_pairs<true>). Per
+// (row, token) and super-block they compute the same exact integer sumi / summ as every other
 // variant (integer sums do not depend on their order), and the float steps are those of the
-// Q4_K / Q5_K orders in kquant_kernels.h, lane-wise, so results are bit-identical to the scalar
-// reference for any n_rows / n_tok / tile position (batch invariance). Q2_K/Q3_K/Q6_K have their
-// own kernels (kq_lanes_gemm.h). The AVX2 build's Q4_K decode uses the row-pair kernel below
-// (gemm_rowdot_pairs<false>) instead, its Q5_K decode the 4-row kernel (gemm_rowdot_pairs<true>):
-// same bits, no vphadd per row.
+// Q4_K / Q5_K orders in kquant_kernels.h, so results are bit-identical to the scalar reference for
+// any n_rows / n_tok / tile position (batch invariance).
+// The AVX-512 build used an 8-row kernel with vphaddd reductions (rowdot_tile, vpdpbusd with
+// VNNI) until session 11; on the Zen 5 VM these measured faster (matvec, % of read-sum, 3
+// alternated runs: Q4_K 65-73 -> 76-98, Q5_K 53-72 -> 66-84) and replaced it.
 //
 // Included by files built for x86-64-v3 or higher; internal linkage keeps each ISA's copy.
 #pragma once
@@ -29,15 +28,6 @@
 namespace baton::kernels::kq {
 namespace {
 
-// a | (b & m)
-inline __m256i or_and(__m256i a, __m256i b, __m256i m) {
-#if defined(__AVX512VL__)
-  return _mm256_ternarylogic_epi32(a, b, m, 0xF8);
-#else
-  return _mm256_or_si256(a, _mm256_and_si256(b, m));
-#endif
-}
-
 // 16-bit lane shift by a compile-time count: left for N > 0, right for N < 0.
 template <int N>
 inline __m256i shift16(__m256i v) {
@@ -46,119 +36,8 @@ inline __m256i shift16(__m256i v) {
   else return v;
 }
 
-// Up to this many tokens the gemms use gemm_rowdot (decode); larger batches the tiled kernels.
+// Up to this many tokens the gemms use the row kernels (decode); larger batches the tiled kernels.
 inline constexpr int64_t kRowdotMaxTokens = 1;
-
-// One weight super-block in registers.
-struct RegBlock {
-  __m256i q[8];   // chunk c: unsigned quants of elements 32c .. 32c + 31
-  __m128i sc;     // int8 scale per 16-element sub-block, in vphaddd order, or in the vpackssdw
-                  // order of it for formats with kSumsFitInt16 (see k4_scales)
-  __m256i mins;   // int16 min per 16-element sub-block, natural order
-};
-
-// Q4_K/Q5_K: the 8 6-bit scales and mins of the 32-element sub-blocks, unpacked in vector
-// registers from the 12 packed bytes (u0 = bytes 0..3, u1 = 4..7, u2 = 8..11; see
-// unpack_scale_min_k4) into bytes [sc0..3, m0..3, sc4..7, m4..7]. Reads 16 bytes at `packed`
-// (the 4 after the scales are quants of the same block).
-template <bool kPacked>
-inline void k4_scales(const uint8_t* packed, RegBlock& r) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
-  // [u0, u1, u2, u2 >> 4]: the low parts (6 bits for j < 4, a nibble for j >= 4).
-  const __m128i x = _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 1, 0)), _mm_setr_epi32(0, 0, 0, 4));
-  const __m128i low = _mm_and_si128(x, _mm_setr_epi32(0x3f3f3f3f, 0x3f3f3f3f, 0x0f0f0f0f, 0x0f0f0f0f));
-  // [0, 0, u0, u1] >> 2 & 0x30: the top two bits of u0 / u1 as bits 4..5 of sc / m 4..7.
-  const __m128i high = _mm_srli_epi32(_mm_slli_si128(v, 8), 2);
-#if defined(__AVX512VL__)
-  const __m128i sm = _mm_ternarylogic_epi32(low, high, _mm_set1_epi8(0x30), 0xF8);
-#else
-  const __m128i sm = _mm_or_si128(low, _mm_and_si128(high, _mm_set1_epi8(0x30)));
-#endif
-  // Sub-blocks of 16 in vphaddd order are 32-element sub-blocks 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7,
-  // in packed order 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 (sc j is at byte j for j < 4, j + 4 else).
-  if constexpr (kPacked)
-    r.sc = _mm_shuffle_epi8(sm, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 0, 1, 2, 3, 8, 9, 10, 11));
-  else
-    r.sc = _mm_shuffle_epi8(sm, _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 8, 9, 10, 11, 8, 9, 10, 11));
-  r.mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_setr_epi8(4, 4, 5, 5, 6, 6, 7, 7, 12, 12, 13, 13, 14, 14, 15, 15)));
-}
-
-struct RowQ4K {
-  static constexpr bool kSumsFitInt16 = true;  // 16 * 15 * 127
-  static constexpr size_t kBytes = sizeof(BlockQ4K);
-  static constexpr Kind kKind = Kind::kMins;
-  static constexpr size_t kD = offsetof(BlockQ4K, d), kDmin = offsetof(BlockQ4K, dmin);
-  static void load(const uint8_t* x, RegBlock& r) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    for (int c = 0; c < 4; ++c) {
-      const __m256i v = load32(x + offsetof(BlockQ4K, qs) + 32 * c);
-      r.q[2 * c] = _mm256_and_si256(v, low4);
-      r.q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-    }
-    k4_scales<kSumsFitInt16>(x + offsetof(BlockQ4K, scales), r);
-  }
-};
-
-struct RowQ5K {
-  static constexpr bool kSumsFitInt16 = false;  // 16 * 31 * 127
-  static constexpr bool kLanes = true;          // llama.cpp's vec_dot order (Order::kLanes)
-  static constexpr size_t kScales = offsetof(BlockQ5K, scales);
-  static constexpr size_t kBytes = sizeof(BlockQ5K);
-  static constexpr Kind kKind = Kind::kMins;
-  static constexpr size_t kD = offsetof(BlockQ5K, d), kDmin = offsetof(BlockQ5K, dmin);
-  template <int C>
-  static void pair(const uint8_t* x, __m256i qh, RegBlock& r) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
-    const __m256i v = load32(x + offsetof(BlockQ5K, qs) + 32 * C);
-    // Bit 2C of qh goes to bit 4 of chunk 2C, bit 2C + 1 to bit 4 of chunk 2C + 1.
-    r.q[2 * C] = or_and(_mm256_and_si256(v, low4), shift16<4 - 2 * C>(qh), bit4);
-    r.q[2 * C + 1] = or_and(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), shift16<3 - 2 * C>(qh), bit4);
-  }
-  static void load(const uint8_t* x, RegBlock& r) {
-    const __m256i qh = load32(x + offsetof(BlockQ5K, qh));
-    pair<0>(x, qh, r);
-    pair<1>(x, qh, r);
-    pair<2>(x, qh, r);
-    pair<3>(x, qh, r);
-    k4_scales<kSumsFitInt16>(x + offsetof(BlockQ5K, scales), r);
-  }
-};
-
-// Dot products of 4 unsigned weight bytes with 4 signed activation bytes per dword lane.
-struct DotMaddubs {
-  static __m256i dot(__m256i q, __m256i a) {
-    // Pair sums are at most 2 * 63 * 127: vpmaddubsw never saturates here.
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), _mm256_set1_epi16(1));
-  }
-};
-
-// The integer part of one row's super-block: lanes whose sum is sumi (P) and summ (M).
-template <class Fmt, class Dot>
-inline void row_block_sums(const uint8_t* wb, const uint8_t* ab, __m256i bsums, __m256i& p, __m256i& m) {
-  RegBlock r;
-  Fmt::load(wb, r);
-  const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
-  __m256i v[8];
-  for (int c = 0; c < 8; ++c) v[c] = Dot::dot(r.q[c], load32(aq + 32 * c));
-  __m256i sa = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-  __m256i sb = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-  if constexpr (Fmt::kSumsFitInt16)
-    p = _mm256_madd_epi16(_mm256_packs_epi32(sa, sb), _mm256_cvtepi8_epi16(r.sc));
-  else
-    p = _mm256_add_epi32(_mm256_mullo_epi32(sa, _mm256_cvtepi8_epi32(r.sc)),
-                         _mm256_mullo_epi32(sb, _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(r.sc, r.sc))));
-  m = _mm256_madd_epi16(r.mins, bsums);
-}
-
-// The low 16 bits of each of the 8 dwords, packed into 8 words.
-inline __m128i pack_low16(__m256i v) {
-#if defined(__AVX512VL__)
-  return _mm256_cvtepi32_epi16(v);
-#else
-  const __m256i p = _mm256_packus_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0xFFFF)), _mm256_setzero_si256());
-  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(p, 0x08));
-#endif
-}
 
 // The same super-block of the next 8-row tile into L2.
 template <size_t kBytes>
@@ -168,41 +47,10 @@ inline void prefetch_next_tile(const uint8_t* wb, size_t w_stride) {
   for (int r = 0; r < 8; ++r) prefetch_l2<kBytes>(next + r * w_stride);
 }
 
-// One tile: 8 rows starting at w0, w_stride bytes apart (rows past n_rows repeat the last: their
-// byte offsets are `row_off`), one activation row a; res[r] = row r's result. While on
-// super-block b it prefetches super-block b of the rows 8 further (the tile walks 8 rows side by
-// side, a pattern the hardware prefetchers do not follow). Float order: Q4_K's Order::kSplit of
-// kquant_rows256.h (two chains, d * sumi and dmin * summ, subtracted at the end).
-template <class Fmt, class Dot>
-void rowdot_tile(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_stride, const uint8_t* a, float* res) {
-  // The f16 d and dmin of the 8 rows come in one dword gather: (d | dmin << 16).
-  static_assert(Fmt::kKind == Kind::kMins && Fmt::kDmin == Fmt::kD + 2);
-  const __m256i gather_idx = _mm256_setr_epi32(static_cast<int>(row_off[0]), static_cast<int>(row_off[1]),
-                                               static_cast<int>(row_off[2]), static_cast<int>(row_off[3]),
-                                               static_cast<int>(row_off[4]), static_cast<int>(row_off[5]),
-                                               static_cast<int>(row_off[6]), static_cast<int>(row_off[7]));
-  __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* wb = w0 + static_cast<size_t>(b) * Fmt::kBytes;
-    prefetch_next_tile<Fmt::kBytes>(wb, w_stride);
-    const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
-    const __m256i bsums = load32(ab + offsetof(BlockQ8K, bsums));
-    __m256i p[8], m[8];
-#pragma GCC unroll 8
-    for (int r = 0; r < 8; ++r) row_block_sums<Fmt, Dot>(wb + row_off[r], ab, bsums, p[r], m[r]);
-    const __m256i dd = _mm256_i32gather_epi32(reinterpret_cast<const int*>(wb + Fmt::kD), gather_idx, 1);
-    const __m256 da = _mm256_set1_ps(a_scale256(ab));
-    const __m256 d = _mm256_cvtph_ps(pack_low16(dd)), dmin = _mm256_cvtph_ps(pack_low16(_mm256_srli_epi32(dd, 16)));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(p)), _mm256_mul_ps(d, da), acc);
-    accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(m)), _mm256_mul_ps(dmin, da), accm);
-  }
-  _mm256_storeu_ps(res, _mm256_sub_ps(acc, accm));
-}
-
-// ---- Q4_K decode without VNNI (the AVX2 build): row pairs in the two 128-bit lanes ----------
+// ---- Q4_K decode: row pairs in the two 128-bit lanes ----------------------------------------
 //
 // vphaddw/vphaddd cost 2 cycles each on Zen 4 (more uops than a shuffle + an add elsewhere too),
-// and the reduction of each row's 8 sub-blocks by them dominated rowdot_tile. Here two rows A and
+// and the reduction of each row's 8 sub-blocks by them dominated the old 8-row kernel. Two rows A and
 // B share every instruction: a chunk of 32 quant bytes of each is recombined by vperm2i128 into
 // X = [A bytes 0..15 | B bytes 0..15] and Y = [A 16..31 | B 16..31], so after the nibble split and
 // vpmaddubsw against activations whose 16 bytes are repeated in both lanes (prepared once per
@@ -210,8 +58,9 @@ void rowdot_tile(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_
 // <= 4 * 15 * 127 = 7620) and one vpmaddwd applies the scale, A's in lane 0 and B's in lane 1
 // (one vpshufb of the pair's unpacked scales). The mins term is one vpmaddwd of both rows' 8 mins
 // against the 8 bsum pairs. Per (row, super-block) the integer sums are the exact sumi / summ of
-// every other variant and the float steps those of rowdot_tile's Order::kSplit (two chains, one
-// fma each per super-block, acc - accm at the end): bit-identical results.
+// every other variant and the float steps those of Q4_K's Order::kSplit of kquant_rows256.h (two
+// chains, d * sumi and dmin * summ, one fma each per super-block, acc - accm at the end):
+// bit-identical results.
 
 // Prepared activations per super-block: for sub-block i (32 elements), at 64 i: its elements
 // 0..15 in both lanes, at 64 i + 32: its elements 16..31 in both lanes; at 512: the 8 sums of
@@ -285,8 +134,10 @@ inline __m256i q4k_pair(const uint8_t* wa, const uint8_t* wb, const uint8_t* act
   return _mm256_hadd_epi32(p, _mm256_madd_epi16(mins, load32(act + 512)));
 }
 
-// rowdot_tile<RowQ4K, DotMaddubs> on activations prepared by q4k_pair_prepare (`act`; `a` is the
-// Q8_K row itself, for its d): same arguments otherwise, same bits.
+// 8 rows starting at w0, w_stride bytes apart (rows past n_rows repeat the last: their byte
+// offsets are `row_off`), one token: activations prepared by q4k_pair_prepare (`act`; `a` is the
+// Q8_K row itself, for its d); res[r] = row r's result. While on super-block b it prefetches
+// super-block b of the rows 8 further (prefetch_next_tile).
 inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_stride,
                                   const uint8_t* a, const uint8_t* act, float* res) {
   constexpr size_t kBytes = sizeof(BlockQ4K);
@@ -318,7 +169,7 @@ inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* r
   for (int i = 0; i < 8; ++i) res[kRow[i]] = l[2 * i] - l[2 * i + 1];
 }
 
-// ---- Q5_K decode without VNNI: 4-row tiles in llama.cpp's vec_dot lane order ----------------
+// ---- Q5_K decode: 4-row tiles in llama.cpp's vec_dot lane order -----------------------------
 //
 // Order::kLanes keeps 8 int32 lanes per row (lane L: positions 4L..4L+3 of every sub-block, each
 // sub-block times its scale): a row's 32 quant bytes of chunk C against the plain Q8_K
@@ -329,9 +180,11 @@ inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* r
 // instead, so every lane holds twice its value (all terms even: one vpsrad at the end is exact).
 // vpmaddubsw pair sums stay below 2 * 62 * 127 = 15748: no saturation. The scales of two rows
 // are unpacked together (q4k_pair_scales) into dwords (s | s << 16) in a small stack buffer that
-// vpmaddwd reads through broadcast loads (load pipes, not shuffles). Float steps as
-// rowdot_tile_lanes: same bits. Spent where (Zen 4, one thread, in cache): ~7 ns per row and
-// super-block, the 8 vpmaddubsw + 8 vpmaddwd and the ~31 decode instructions dominate.
+// vpmaddwd reads through broadcast loads (load pipes, not shuffles). Float steps: lane-wise
+// fma(a.d * d, lane, acc_row) per super-block, a dmin * summ chain per row, and ggml's
+// hsum_float_8 of each row's lanes + its chain at the end (Order::kLanes): same bits. Spent where
+// (Zen 4, one thread, in cache): ~7 ns per row and super-block, the 8 vpmaddubsw + 8 vpmaddwd and
+// the ~31 decode instructions dominate.
 
 // Chunk C (quant bytes 32C..32C+31: sub-blocks 2C and 2C+1) of one row: twice its scaled
 // products, 8 lanes. aq: the Q8_K quants; qh: the row's 32 qh bytes; sd: the scale dwords of 2C
@@ -382,7 +235,7 @@ inline __m256i q5k_pair_head(const uint8_t* wa, const uint8_t* wb, const uint8_t
 
 inline constexpr int kQ5KTileRows = 4;
 
-// rowdot_tile_lanes<RowQ5K> for the 4 rows starting at w[0..4) (res[0..4)); `a` is the Q8_K row,
+// Q5_K for the 4 rows starting at w[0..4) (res[0..4)); `a` is the Q8_K row,
 // `act` its bsum pairs as prepared by q4k_pair_prepare; while on super-block b it prefetches the
 // bytes `ahead` further of each row (the same super-block of the next tile). Same bits.
 inline void rowdot_tile_q5k_rows(int64_t nb, const uint8_t* const* w, size_t ahead, const uint8_t* a,
@@ -436,9 +289,9 @@ inline void rowdot_tile_q5k_rows(int64_t nb, const uint8_t* const* w, size_t ahe
   }
 }
 
-// gemm_rowdot<RowQ4K or RowQ5K, ...> with rowdot_tile_q4k_pairs (8 rows per tile) /
-// rowdot_tile_q5k_rows (4 rows), the activations of each token prepared once, in this thread's
-// kernel scratch. Unlike gemm_rowdot they gather nothing, so they take any row stride.
+// The decode gemm: every tile of rowdot_tile_q4k_pairs (8 rows) / rowdot_tile_q5k_rows (4 rows)
+// once per token, the activations of each token prepared once, in this thread's kernel scratch.
+// Any row stride.
 template <bool kQ5K>
 void gemm_rowdot_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                        int64_t n_tok, float* out, size_t out_stride) {
@@ -464,93 +317,6 @@ void gemm_rowdot_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows
       for (int64_t r = 0; r < nr; ++r) o[r] = res[r];
     }
   }
-}
-
-// Formats whose row kernel runs Order::kLanes of kquant_rows256.h (Q5_K: llama.cpp's vec_dot).
-template <class Fmt>
-constexpr bool lanes_order() {
-  if constexpr (requires { Fmt::kLanes; }) return Fmt::kLanes;
-  else return false;
-}
-
-// rowdot_tile in Order::kLanes: per row, 8 int32 lanes (lane L = sum over chunks c of
-// sc_c * the 4 products at 4L..4L+3 of chunk c, as vpmaddubsw then vpmaddwd by the broadcast
-// scale), lane-wise fma(a.d * d, lane, acc_row) per super-block, a dmin * summ chain per row
-// (lanes of accm = rows), and ggml's hsum_float_8 of each row's lanes + its chain at the end.
-template <class Fmt>
-void rowdot_tile_lanes(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_stride, const uint8_t* a,
-                       float* res) {
-  static_assert(Fmt::kKind == Kind::kMins && Fmt::kDmin == Fmt::kD + 2);
-  const __m256i gather_idx = _mm256_setr_epi32(static_cast<int>(row_off[0]), static_cast<int>(row_off[1]),
-                                               static_cast<int>(row_off[2]), static_cast<int>(row_off[3]),
-                                               static_cast<int>(row_off[4]), static_cast<int>(row_off[5]),
-                                               static_cast<int>(row_off[6]), static_cast<int>(row_off[7]));
-  __m256 acc[8];
-  for (auto& v : acc) v = _mm256_setzero_ps();
-  __m256 accm = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* wb = w0 + static_cast<size_t>(b) * Fmt::kBytes;
-    prefetch_next_tile<Fmt::kBytes>(wb, w_stride);
-    const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
-    const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
-    const __m256i bsums = load32(ab + offsetof(BlockQ8K, bsums));
-    const __m256i dd = _mm256_i32gather_epi32(reinterpret_cast<const int*>(wb + Fmt::kD), gather_idx, 1);
-    const __m256 da = _mm256_set1_ps(a_scale256(ab));
-    const __m256 d = _mm256_mul_ps(da, _mm256_cvtph_ps(pack_low16(dd)));
-    const __m256 dmin = _mm256_mul_ps(_mm256_xor_ps(da, _mm256_set1_ps(-0.0f)),
-                                      _mm256_cvtph_ps(pack_low16(_mm256_srli_epi32(dd, 16))));
-    __m256i m[8];
-    for (int r = 0; r < 8; ++r) {
-      RegBlock rb;
-      Fmt::load(wb + row_off[r], rb);
-      // The 8 scales as int16, in both 128-bit halves; chunk c's scale broadcast by a shuffle.
-      const __m256i sc16 = _mm256_broadcastsi128_si256(
-          _mm_cvtepu8_epi16(scales_mins_k4(wb + row_off[r] + Fmt::kScales)));
-      __m256i lanes = _mm256_setzero_si256();
-      for (int c = 0; c < 8; ++c) {
-        const __m256i sc = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16(static_cast<int16_t>((2 * c) | ((2 * c + 1) << 8))));
-        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(rb.q[c], load32(aq + 32 * c)), sc));
-      }
-      m[r] = _mm256_madd_epi16(rb.mins, bsums);
-      const __m256 dr = _mm256_permutevar8x32_ps(d, _mm256_set1_epi32(r));
-      acc[r] = _mm256_fmadd_ps(dr, _mm256_cvtepi32_ps(lanes), acc[r]);
-    }
-    accm = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(reduce8(m)), accm);
-  }
-  alignas(32) float l[8], mm[8];
-  _mm256_store_ps(mm, accm);
-  for (int r = 0; r < 8; ++r) {
-    _mm256_store_ps(l, acc[r]);
-    res[r] = hsum8_ggml(l) + mm[r];
-  }
-}
-
-// The gemm for small n_tok: every 8-row tile runs once per token (its weights stay in L1/L2).
-// Returns false (nothing written) when rows are too far apart for the 32-bit gather offsets.
-template <class Fmt, class Dot>
-bool gemm_rowdot(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                 int64_t n_tok, float* out, size_t out_stride) {
-  if (w_stride > (size_t{1} << 27)) return false;
-  const int64_t nb = k / kQK_K;
-  const uint8_t* w8 = static_cast<const uint8_t*>(w);
-  const uint8_t* a8 = static_cast<const uint8_t*>(a);
-  for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
-    const int64_t nr = std::min<int64_t>(8, n_rows - r0);
-    size_t row_off[8];
-    for (int r = 0; r < 8; ++r) row_off[r] = static_cast<size_t>(std::min<int64_t>(r, nr - 1)) * w_stride;
-    const uint8_t* w0 = w8 + static_cast<size_t>(r0) * w_stride;
-    for (int64_t t = 0; t < n_tok; ++t) {
-      float res[8];
-      if constexpr (lanes_order<Fmt>())
-        rowdot_tile_lanes<Fmt>(nb, w0, row_off, w_stride, a8 + static_cast<size_t>(t) * a_stride, res);
-
-      else
-        rowdot_tile<Fmt, Dot>(nb, w0, row_off, w_stride, a8 + static_cast<size_t>(t) * a_stride, res);
-      float* o = out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0);
-      for (int64_t r = 0; r < nr; ++r) o[r] = res[r];
-    }
-  }
-  return true;
 }
 
 }  // namespace

@@ -364,26 +364,16 @@ bool gemm_tokens(int64_t k, const void* w, size_t w_stride, int64_t n_rows, cons
   return gemm_tokens_w<Fmt, 16, kGrouped>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
-// vpdpbusd: 4 unsigned weight bytes times 4 signed activation bytes, summed per dword.
-struct DotVnni {
-  static __m256i dot(__m256i q, __m256i a) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, a); }
-};
-
-template <class Fmt, class RowFmt>
+template <class Fmt>
 void gemm_vnni(GemmFn row_kernel, int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
                size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
   // Q5_K's order keeps 8 lanes per output (Order::kLanes), which the token-lane kernel has not.
+  // Decode (and Q5_K batches) go to the AVX-512 row kernels: their maddubs row-pair / 4-row
+  // kernels measured faster than a vpdpbusd 8-row kernel on the Zen 5 VM (kquant_rowdot.h).
   if constexpr (!std::is_same_v<Fmt, kq::FmtQ5K>)
     if (n_tok >= kMinTokens &&
         gemm_tokens<Fmt>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride))
       return;
-  if constexpr (std::is_same_v<Fmt, kq::FmtQ5K>) {
-    row_kernel(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
-    return;
-  }
-  if (n_tok <= kq::kRowdotMaxTokens &&
-      kq::gemm_rowdot<RowFmt, DotVnni>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride))
-    return;
   row_kernel(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
@@ -391,7 +381,7 @@ void gemm_vnni(GemmFn row_kernel, int64_t k, const void* w, size_t w_stride, int
 
 void gemm_q4_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
                     size_t os) {
-  gemm_vnni<kq::FmtQ4K, kq::RowQ4K>(gemm_q4_k, k, w, ws, nr, a, as, nt, out, os);
+  gemm_vnni<kq::FmtQ4K>(gemm_q4_k, k, w, ws, nr, a, as, nt, out, os);
 }
 // Q4_K's grouped order (TypeOps::gemm_grouped): the token-parallel kernel for batches, else the
 // row-parallel AVX-512 kernel.
@@ -402,7 +392,7 @@ void gemm_q4_k_grouped_vnni(int64_t k, const void* w, size_t ws, int64_t nr, con
 }
 void gemm_q5_k_vnni(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
                     size_t os) {
-  gemm_vnni<kq::FmtQ5K, kq::RowQ5K>(gemm_q5_k, k, w, ws, nr, a, as, nt, out, os);
+  gemm_vnni<kq::FmtQ5K>(gemm_q5_k, k, w, ws, nr, a, as, nt, out, os);
 }
 
 }  // namespace baton::kernels::avx512
