@@ -246,22 +246,30 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
   if constexpr (F::kChain) {  // Q4_0: groups of 16 / 8 rows, tail rows below by the generic tile
     r0 = q4_0_gemm_groups<kVnni>(nb, wb, w_stride, n_rows, ab, a_stride, n_tok, out, out_stride);
   }
-#ifdef __AVX512F__
-  if constexpr (std::is_same_v<F, Q8_0>)
-    if (n_tok == 1)
-    {
-      // Row r pairs with row r + half: read side by side, adjacent rows halved the DRAM rate
-      // (12.8 vs 25.6 GB/s for the 1 x 1 tile, 1 thread, 870 MB of rows; rows half a call
-      // apart: 30.3 GB/s).
-      const int64_t half = n_rows / 2;
+  if constexpr (!F::kChain) {
+    if (n_tok == 1 && n_rows - r0 >= 2) {
+      // Decode: row r pairs with row r + half, two independent chains (the 1 x 1 tile is bound by
+      // its chain of nb dependent FMAs per row). Read side by side, adjacent rows halved the DRAM
+      // rate (AVX-512 Q8_0: 12.8 vs 25.6 GB/s for the 1 x 1 tile, 1 thread, 870 MB of rows),
+      // rows half a call apart ran at 30.3 GB/s.
+      const int64_t half = (n_rows - r0) / 2;
       const size_t apart = static_cast<size_t>(half) * w_stride;
-      for (int64_t r = 0; r < half; ++r) {
+      for (int64_t r = r0; r < r0 + half; ++r) {
         const uint8_t* w_r = wb + static_cast<size_t>(r) * w_stride;
-        q8_0_decode_row_pair<kVnni>(nb, w_r, w_r + apart, ab, out + r, out + r + half);
-      }
-      r0 = 2 * half;
-    }
+#ifdef __AVX512F__
+        if constexpr (std::is_same_v<F, Q8_0>) {
+          q8_0_decode_row_pair<kVnni>(nb, w_r, w_r + apart, ab, out + r, out + r + half);
+          continue;
+        }
 #endif
+        float res[2];
+        tile<F, kVnni, 2, 1>(nb, w_r, apart, ab, a_stride, res, 1);
+        out[r] = res[0];
+        out[r + half] = res[1];
+      }
+      r0 += 2 * half;
+    }
+  }
   const int64_t row_step = n_tok == 1 ? kDecodeRows : kRows;
   int64_t n_pairs = 0;  // tokens [0, 2 n_pairs) by the zmm pair tiles (AVX-512 + VNNI)
 #ifdef __AVX512F__
