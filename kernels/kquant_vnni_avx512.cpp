@@ -368,8 +368,8 @@ template <class Fmt>
 void gemm_vnni(GemmFn row_kernel, int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
                size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
   // Q5_K's order keeps 8 lanes per output (Order::kLanes), which the token-lane kernel has not.
-  // Decode (and Q5_K batches) go to the AVX-512 row kernels: their maddubs row-pair / 4-row
-  // kernels measured faster than a vpdpbusd 8-row kernel on the Zen 5 VM (kquant_rowdot.h).
+  // The rest goes to row_kernel (gemm_q4_k / gemm_q5_k): one token by the maddubs row-pair /
+  // 4-row kernels of kquant_rowdot.h, which on the Zen 5 VM beat a vpdpbusd 8-row kernel.
   if constexpr (!std::is_same_v<Fmt, kq::FmtQ5K>)
     if (n_tok >= kMinTokens &&
         gemm_tokens<Fmt>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride))

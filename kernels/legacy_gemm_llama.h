@@ -172,8 +172,9 @@ using TileFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t,
 
 // Prefill tiles: 2 rows x 4 tokens on AVX2 (16 ymm), 4 x 4 on AVX-512 (32 registers); with
 // VNNI, Q8_0 / Q5_0 use 4 rows x 4 token pairs in zmm instead (legacy_gemm_pairs.h); decode:
-// 1 row (measured: 4-row decode tiles were ~1.7x slower for Q8_0). Q4_0: 8 rows x 2 tokens
-// (AVX2) or x 4 tokens (AVX-512).
+// rows in pairs half a call apart (gemm below), the odd row and Q4_0's tail rows 1 row at a
+// time (tiles of adjacent rows read side by side ran ~2x slower from DRAM). Q4_0: 8 rows x 2
+// tokens (AVX2) or x 4 tokens (AVX-512).
 #ifdef __AVX512F__
 constexpr int kRows = 4;
 #else
