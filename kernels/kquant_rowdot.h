@@ -39,12 +39,13 @@ inline __m256i shift16(__m256i v) {
 // Up to this many tokens the gemms use the row kernels (decode); larger batches the tiled kernels.
 inline constexpr int64_t kRowdotMaxTokens = 1;
 
-// The same super-block of the next 8-row tile into L2.
+// The same super-block of the next 8-row tile into L2: row r's is `ahead` bytes after row r's
+// (row_off[r] from wb).
 template <size_t kBytes>
-inline void prefetch_next_tile(const uint8_t* wb, size_t w_stride) {
-  const uintptr_t next = reinterpret_cast<uintptr_t>(wb) + 8 * w_stride;
+inline void prefetch_next_tile(const uint8_t* wb, const size_t* row_off, size_t ahead) {
+  const uintptr_t base = reinterpret_cast<uintptr_t>(wb) + ahead;
 #pragma GCC unroll 8
-  for (int r = 0; r < 8; ++r) prefetch_l2<kBytes>(next + r * w_stride);
+  for (int r = 0; r < 8; ++r) prefetch_l2<kBytes>(base + row_off[r]);
 }
 
 // ---- Q4_K decode: row pairs in the two 128-bit lanes ----------------------------------------
@@ -137,8 +138,8 @@ inline __m256i q4k_pair(const uint8_t* wa, const uint8_t* wb, const uint8_t* act
 // 8 rows starting at w0, w_stride bytes apart (rows past n_rows repeat the last: their byte
 // offsets are `row_off`), one token: activations prepared by q4k_pair_prepare (`act`; `a` is the
 // Q8_K row itself, for its d); res[r] = row r's result. While on super-block b it prefetches
-// super-block b of the rows 8 further (prefetch_next_tile).
-inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t w_stride,
+// super-block b of the next tile's rows, `ahead` bytes after each (prefetch_next_tile).
+inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t ahead,
                                   const uint8_t* a, const uint8_t* act, float* res) {
   constexpr size_t kBytes = sizeof(BlockQ4K);
   // Lanes [r0 r2 | r1 r3] of acc0 and [r4 r6 | r5 r7] of acc1, each row as (d * sumi chain,
@@ -146,7 +147,7 @@ inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* r
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = w0 + static_cast<size_t>(b) * kBytes;
-    prefetch_next_tile<kBytes>(wb, w_stride);
+    prefetch_next_tile<kBytes>(wb, row_off, ahead);
     const uint8_t* ab = act + static_cast<size_t>(b) * kQ4KPairAct;
     __m256i h01, h23, h45, h67;
     const __m256i r01 = q4k_pair(wb + row_off[0], wb + row_off[1], ab, h01);
@@ -302,7 +303,23 @@ void gemm_rowdot_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows
   for (int64_t t = 0; t < n_tok; ++t) {
     const uint8_t* at = static_cast<const uint8_t*>(a) + static_cast<size_t>(t) * a_stride;
     q4k_pair_prepare(at, nb, act);
-    for (int64_t r0 = 0; r0 < n_rows; r0 += kTile) {
+    float* ot = out + static_cast<size_t>(t) * out_stride;
+    int64_t first_adjacent = 0;
+    if constexpr (!kQ5K) {
+      // Tile i takes rows i + j q (j = 0..7): eight streams far apart. Eight adjacent rows read
+      // side by side ran slower from DRAM (session 11, kernel-bench matvec % of read-sum, 3
+      // alternated runs: AVX-512 build 55-68 -> 75-102, AVX2 build 71-87 -> 70-97).
+      const int64_t q = n_rows / kTile;
+      size_t far_off[kTile];
+      for (int r = 0; r < kTile; ++r) far_off[r] = static_cast<size_t>(r * q) * w_stride;
+      for (int64_t i = 0; i < q; ++i) {
+        float res[kTile];
+        rowdot_tile_q4k_pairs(nb, w8 + static_cast<size_t>(i) * w_stride, far_off, w_stride, at, act, res);
+        for (int r = 0; r < kTile; ++r) ot[i + r * q] = res[r];
+      }
+      first_adjacent = q * kTile;
+    }
+    for (int64_t r0 = first_adjacent; r0 < n_rows; r0 += kTile) {
       const int64_t nr = std::min<int64_t>(kTile, n_rows - r0);
       size_t row_off[kTile];
       for (int r = 0; r < kTile; ++r) row_off[r] = static_cast<size_t>(std::min<int64_t>(r, nr - 1)) * w_stride;
@@ -312,9 +329,8 @@ void gemm_rowdot_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows
         for (int r = 0; r < kTile; ++r) rows[r] = w8 + static_cast<size_t>(r0) * w_stride + row_off[r];
         rowdot_tile_q5k_rows(nb, rows, kTile * w_stride, at, act, res);
       } else
-        rowdot_tile_q4k_pairs(nb, w8 + static_cast<size_t>(r0) * w_stride, row_off, w_stride, at, act, res);
-      float* o = out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0);
-      for (int64_t r = 0; r < nr; ++r) o[r] = res[r];
+        rowdot_tile_q4k_pairs(nb, w8 + static_cast<size_t>(r0) * w_stride, row_off, kTile * w_stride, at, act, res);
+      for (int64_t r = 0; r < nr; ++r) ot[r0 + r] = res[r];
     }
   }
 }
