@@ -237,6 +237,31 @@ void q8_0_decode_row_pair(int64_t nb, const uint8_t* wa, const uint8_t* wb, cons
 }
 #endif
 
+// Decode of rows [0, 2 * (n_rows / 2)): row r pairs with row r + n_rows / 2, two independent
+// chains (the 1 x 1 tile is bound by its chain of nb dependent FMAs per row). Read side by side,
+// adjacent rows halved the DRAM rate (AVX-512 Q8_0: 12.8 vs 25.6 GB/s for the 1 x 1 tile,
+// 1 thread, 870 MB of rows); rows half a call apart ran at 30.3 GB/s. Returns the rows done.
+template <class F, bool kVnni>
+int64_t decode_row_pairs(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
+                         size_t a_stride, float* out) {
+  const int64_t half = n_rows / 2;
+  const size_t apart = static_cast<size_t>(half) * w_stride;
+  for (int64_t r = 0; r < half; ++r) {
+    const uint8_t* w_r = w + static_cast<size_t>(r) * w_stride;
+#ifdef __AVX512F__
+    if constexpr (std::is_same_v<F, Q8_0>) {
+      q8_0_decode_row_pair<kVnni>(nb, w_r, w_r + apart, a, out + r, out + r + half);
+      continue;
+    }
+#endif
+    float res[2];
+    tile<F, kVnni, 2, 1>(nb, w_r, apart, a, a_stride, res, 1);
+    out[r] = res[0];
+    out[r + half] = res[1];
+  }
+  return 2 * half;
+}
+
 template <class F, bool kVnni>
 void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
           int64_t n_tok, float* out, size_t out_stride) {
@@ -244,33 +269,10 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
   int64_t r0 = 0;
-  if constexpr (F::kChain) {  // Q4_0: groups of 16 / 8 rows, tail rows below by the generic tile
+  if constexpr (F::kChain)  // Q4_0: groups of 16 / 8 rows, tail rows below by the generic tile
     r0 = q4_0_gemm_groups<kVnni>(nb, wb, w_stride, n_rows, ab, a_stride, n_tok, out, out_stride);
-  }
-  if constexpr (!F::kChain) {
-    if (n_tok == 1 && n_rows - r0 >= 2) {
-      // Decode: row r pairs with row r + half, two independent chains (the 1 x 1 tile is bound by
-      // its chain of nb dependent FMAs per row). Read side by side, adjacent rows halved the DRAM
-      // rate (AVX-512 Q8_0: 12.8 vs 25.6 GB/s for the 1 x 1 tile, 1 thread, 870 MB of rows),
-      // rows half a call apart ran at 30.3 GB/s.
-      const int64_t half = (n_rows - r0) / 2;
-      const size_t apart = static_cast<size_t>(half) * w_stride;
-      for (int64_t r = r0; r < r0 + half; ++r) {
-        const uint8_t* w_r = wb + static_cast<size_t>(r) * w_stride;
-#ifdef __AVX512F__
-        if constexpr (std::is_same_v<F, Q8_0>) {
-          q8_0_decode_row_pair<kVnni>(nb, w_r, w_r + apart, ab, out + r, out + r + half);
-          continue;
-        }
-#endif
-        float res[2];
-        tile<F, kVnni, 2, 1>(nb, w_r, apart, ab, a_stride, res, 1);
-        out[r] = res[0];
-        out[r + half] = res[1];
-      }
-      r0 += 2 * half;
-    }
-  }
+  else if (n_tok == 1)  // decode: rows in far-apart pairs, an odd last row below
+    r0 = decode_row_pairs<F, kVnni>(nb, wb, w_stride, n_rows, ab, a_stride, out);
   const int64_t row_step = n_tok == 1 ? kDecodeRows : kRows;
   int64_t n_pairs = 0;  // tokens [0, 2 n_pairs) by the zmm pair tiles (AVX-512 + VNNI)
 #ifdef __AVX512F__
