@@ -9,6 +9,7 @@
 
 #include "engine/base/aligned_buffer.h"
 #include "engine/base/fp16.h"
+#include "kernels/kquant_kernels.h"
 #include "kernels/kquant_x16.h"
 #include "kernels/legacy_kernels.h"
 #include "kernels/matmul.h"
@@ -147,13 +148,19 @@ TEST_CASE("repacked Q5_K gemm is bitwise the plain gemm for every variant and sh
                                {32, 8, 512}, {16, 15, 256}, {16, 17, 512}, {32, 1, 5632}});
 }
 
-TEST_CASE("repacked Q5_K gemm is bitwise the plain gemm on random bytes and extreme activations") {
-  const auto variants = repacked_variants(GgmlType::kQ5_K);
+namespace {
+
+// Random weight bytes (finite d / dmin), activations at both ends of int8 and every quant and
+// scale at its maximum in the first group's first super-block: the bounds the kernels' int16
+// partial sums rely on. Q4_K also in its grouped (prompt) order.
+void check_extremes(GgmlType type) {
+  const auto variants = repacked_variants(type);
   if (variants.empty()) return;
-  const auto& ops = ops_for(GgmlType::kQ5_K, kernels::detected_isa());
-  const auto& scalar = ops_for(GgmlType::kQ5_K, Isa::kScalar);
+  const auto& ops = ops_for(type, kernels::detected_isa());
+  const auto& scalar = ops_for(type, Isa::kScalar);
   const int64_t n_rows = 32, n_tok = 11, k = 768;
-  const size_t w_stride = row_bytes(GgmlType::kQ5_K, k), a_stride = row_bytes(GgmlType::kQ8_K, k);
+  const size_t w_stride = row_bytes(type, k), a_stride = row_bytes(GgmlType::kQ8_K, k);
+  const size_t block_bytes = row_bytes(type, 256);
   std::mt19937 rng(4242);
   std::vector<uint8_t> w(w_stride * n_rows), a(a_stride * n_tok);
   for (auto& b : w) b = static_cast<uint8_t>(rng());
@@ -162,7 +169,7 @@ TEST_CASE("repacked Q5_K gemm is bitwise the plain gemm on random bytes and extr
   std::uniform_real_distribution<float> small(-0.01f, 0.01f);
   for (int64_t r = 0; r < n_rows; ++r)
     for (int64_t b = 0; b < k / 256; ++b) {
-      uint8_t* blk = w.data() + r * w_stride + b * 176;
+      uint8_t* blk = w.data() + r * w_stride + b * block_bytes;
       for (int f = 0; f < 2; ++f) {
         const uint16_t h = fp32_to_fp16(small(rng));
         std::memcpy(blk + 2 * f, &h, 2);
@@ -184,18 +191,40 @@ TEST_CASE("repacked Q5_K gemm is bitwise the plain gemm on random bytes and extr
         std::memcpy(blk + 260 + 2 * grp, &bsum, 2);
       }
     }
-  // weights with every quant 31 and the largest scales in the first group's first super-block
-  for (int64_t r = 0; r < 16; ++r) std::memset(w.data() + r * w_stride + 4, 0xFF, 176 - 4);
+  // weights with every quant at its maximum and the largest scales in the first group's first
+  // super-block
+  for (int64_t r = 0; r < 16; ++r) std::memset(w.data() + r * w_stride + 4, 0xFF, block_bytes - 4);
   std::vector<uint8_t> packed(w.size());
   ops.repack(w.data(), packed.data(), n_rows, k);
   std::vector<float> ref(static_cast<size_t>(n_rows * n_tok));
   scalar.gemm(k, w.data(), w_stride, n_rows, a.data(), a_stride, n_tok, ref.data(), static_cast<size_t>(n_rows));
-  for (const Variant& v : variants) {
-    INFO(v.name);
+  struct Check {
+    Variant v;
+    const std::vector<float>* want;
+  };
+  std::vector<Check> checks;
+  for (const Variant& v : variants) checks.push_back({v, &ref});
+  std::vector<float> ref_grouped(ref.size());
+  if (type == GgmlType::kQ4_K) {  // the prompt rows' order, on the same repacked groups
+    kernels::scalar::gemm_q4_k_grouped(k, w.data(), w_stride, n_rows, a.data(), a_stride, n_tok, ref_grouped.data(),
+                                       static_cast<size_t>(n_rows));
+    checks.push_back({{"avx512 grouped", kernels::avx512::gemm_q4_k_x16_grouped}, &ref_grouped});
+    if (kernels::has_avx512_vnni())
+      checks.push_back({{"avx512 vnni grouped", kernels::avx512::gemm_q4_k_x16_grouped_vnni}, &ref_grouped});
+  }
+  for (const auto& [v, want] : checks) {
+    INFO(ggml_type_name(type) << " " << v.name);
     std::vector<float> out(ref.size(), -1.0f);
     v.gemm(k, packed.data(), w_stride, n_rows, a.data(), a_stride, n_tok, out.data(), static_cast<size_t>(n_rows));
-    CHECK(std::memcmp(out.data(), ref.data(), ref.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(out.data(), want->data(), ref.size() * sizeof(float)) == 0);
   }
+}
+
+}  // namespace
+
+TEST_CASE("repacked Q4_K and Q5_K gemms are bitwise the plain gemm on random bytes and extreme activations") {
+  check_extremes(GgmlType::kQ4_K);
+  check_extremes(GgmlType::kQ5_K);
 }
 
 TEST_CASE("MatmulDriver runs repacked groups and plain tail rows with the plain results") {
