@@ -4,11 +4,32 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace baton::kernels::detail {
 
 // 64-byte aligned, at least `bytes` long, owned by the calling thread; valid until the next
 // call on the same thread. Grows as needed, never shrinks: no allocation in steady state.
 void* thread_scratch(size_t bytes);
+
+// The matmul (MatmulDriver call) whose chunks this thread is running, 0 outside one. A gemm that
+// prepares its activations per call (the repacked Q4_K passes) may reuse what it prepared
+// earlier on this thread for the same id, activation pointer and shape: within one matmul the
+// converted activations do not change. Outside a matmul (tests, benchmarks calling a gemm
+// directly) the id is 0 and a kernel must prepare every time.
+uint64_t current_matmul();
+
+// Marks this thread as running chunks of matmul `id` (non-zero, unique per matmul) for its
+// lifetime.
+class MatmulScope {
+ public:
+  explicit MatmulScope(uint64_t id);
+  ~MatmulScope();
+  MatmulScope(const MatmulScope&) = delete;
+  MatmulScope& operator=(const MatmulScope&) = delete;
+
+ private:
+  uint64_t saved_;
+};
 
 }  // namespace baton::kernels::detail

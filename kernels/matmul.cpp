@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "engine/base/error.h"
+#include "kernels/kernel_scratch.h"
 
 namespace baton::kernels {
 namespace {
@@ -183,7 +184,11 @@ void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* ac
   if (n_chunks == 0) return;
 
   std::atomic<int64_t> next_chunk{0};
+  // One id per matmul: kernels may keep what they prepared from the activations across its chunks.
+  static std::atomic<uint64_t> matmul_ids{0};
+  const uint64_t matmul_id = matmul_ids.fetch_add(1, std::memory_order_relaxed) + 1;
   auto compute = [&](int, int) {
+    const detail::MatmulScope scope(matmul_id);
     for (int64_t c = next_chunk.fetch_add(1, std::memory_order_relaxed); c < n_chunks;
          c = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
       size_t ti = 0;
