@@ -374,25 +374,28 @@ void group_token_block(int64_t nb, const uint8_t* g, const uint8_t* a, PackedPas
     // (rows-bench --hot, 32 tokens, gate/up 0.049-0.054 -> 0.043-0.047 ms per token; engine-bench
     // pp128 262-273 -> 302-307 tok/s, 3 alternated runs). The decode order (one step per
     // super-block) stays at 8: 2 x 4 ran slower from DRAM.
-    if (n > 4) {
-      group_tokens<kVnni, 4, true>(nb, g, pass, out, out_stride, prefetch);
-      const PackedPass rest{pass.qs + 4 * kQK_K, pass.d + 4, pass.sp + 4 * kBsumPairsPerBlock};
-      group_token_block<kVnni, true>(nb, g, a, rest, n - 4, out + 4 * out_stride, out_stride, false);
-      return;
+    const int64_t first = std::min<int64_t>(n, 4);
+    switch (first) {
+      case 1: group_tokens<kVnni, 1, true>(nb, g, pass, out, out_stride, prefetch); break;
+      case 2: group_tokens<kVnni, 2, true>(nb, g, pass, out, out_stride, prefetch); break;
+      case 3: group_tokens<kVnni, 3, true>(nb, g, pass, out, out_stride, prefetch); break;
+      default: group_tokens<kVnni, 4, true>(nb, g, pass, out, out_stride, prefetch); break;
     }
-  }
-  switch (n) {
-    case 1:
-      if constexpr (kGrouped) group_tokens<kVnni, 1, true>(nb, g, pass, out, out_stride, prefetch);
-      else group_token<kVnni>(nb, g, a, out);
-      break;
-    case 2: group_tokens<kVnni, 2, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
-    case 3: group_tokens<kVnni, 3, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
-    case 4: group_tokens<kVnni, 4, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
-    case 5: group_tokens<kVnni, 5, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
-    case 6: group_tokens<kVnni, 6, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
-    case 7: group_tokens<kVnni, 7, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
-    default: group_tokens<kVnni, 8, kGrouped>(nb, g, pass, out, out_stride, prefetch); break;
+    if (n > first) {
+      const PackedPass rest{pass.qs + first * kQK_K, pass.d + first, pass.sp + first * kBsumPairsPerBlock};
+      group_token_block<kVnni, true>(nb, g, a, rest, n - first, out + first * out_stride, out_stride, false);
+    }
+  } else {
+    switch (n) {
+      case 1: group_token<kVnni>(nb, g, a, out); break;
+      case 2: group_tokens<kVnni, 2, false>(nb, g, pass, out, out_stride, prefetch); break;
+      case 3: group_tokens<kVnni, 3, false>(nb, g, pass, out, out_stride, prefetch); break;
+      case 4: group_tokens<kVnni, 4, false>(nb, g, pass, out, out_stride, prefetch); break;
+      case 5: group_tokens<kVnni, 5, false>(nb, g, pass, out, out_stride, prefetch); break;
+      case 6: group_tokens<kVnni, 6, false>(nb, g, pass, out, out_stride, prefetch); break;
+      case 7: group_tokens<kVnni, 7, false>(nb, g, pass, out, out_stride, prefetch); break;
+      default: group_tokens<kVnni, 8, false>(nb, g, pass, out, out_stride, prefetch); break;
+    }
   }
 }
 
