@@ -12,41 +12,14 @@
 #include <fstream>
 #include <thread>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include "fixtures.h"
 #include "pipeline/worker_process.h"
+#include "support/ports.h"
 #include "support/process.h"
 
 namespace {
 
 using namespace std::chrono_literals;
-
-// Two consecutive free ports (HTTP and control = HTTP + 1).
-uint16_t free_port_pair() {
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    const uint16_t port = ntohs(a.sin_port);
-    int fd2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in b = a;
-    b.sin_port = htons(static_cast<uint16_t>(port + 1));
-    const bool ok = port < 65535 && bind(fd2, reinterpret_cast<sockaddr*>(&b), sizeof b) == 0;
-    close(fd2);
-    close(fd);
-    if (ok) return port;
-  }
-  throw std::runtime_error("no two consecutive free ports");
-}
-
 
 baton::test::ShellResult ctl(const std::string& args) {
   return baton::test::run_shell(baton::test::binary_dir() + "/bin/engine-ctl " + args + " 2>&1");
@@ -57,7 +30,7 @@ baton::test::ShellResult ctl(const std::string& args) {
 TEST_CASE("engine-coordinator with nodes: auto serves the workers that join, engine-ctl status shows them",
           "[registry]") {
   const std::string model = baton::test::shared_path("models/stories260K.gguf");
-  const uint16_t http = free_port_pair();
+  const uint16_t http = baton::test::free_loopback_ports(2);  // HTTP and control = HTTP + 1
   const std::string join = fmt::format("127.0.0.1:{}", http + 1);
   auto args = [&](const std::string&) {
     return std::vector<std::string>{"--insecure", "--join", join, "--heartbeat-ms", "200", "--speed", "10"};

@@ -1,6 +1,10 @@
-// A loopback TCP port that was free a moment ago (bound to port 0, then released), for tests
-// that start servers on 127.0.0.1. The socket is close-on-exec so a child spawned meanwhile
-// cannot inherit it.
+// Loopback TCP ports for tests that start servers on 127.0.0.1. A port a test picks now and a
+// server binds later must not come from the kernel's ephemeral range: every process that binds
+// port 0 or connects out in the meantime (a worker of this test, another test running in
+// parallel) draws from that range and can take it. (A CI run failed that way: "cannot listen on
+// 127.0.0.1:34332: bind: Address already in use".) So free_loopback_ports picks random ports
+// outside the ephemeral range and checks that they bind. Sockets are close-on-exec so a child
+// spawned meanwhile cannot inherit them.
 #pragma once
 
 #include <arpa/inet.h>
@@ -8,8 +12,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <fstream>
+#include <random>
 #include <stdexcept>
+#include <utility>
 
 namespace baton::test {
 
@@ -34,13 +42,48 @@ inline BoundSocket bind_loopback() {
   }
   return {fd, ntohs(a.sin_port)};
 }
+
+// Whether a close-on-exec TCP socket can bind 127.0.0.1:port right now.
+inline bool can_bind_loopback(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+// The kernel's ephemeral port range (net.ipv4.ip_local_port_range; Linux's default if unreadable).
+inline std::pair<int, int> ephemeral_port_range() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int lo = 32768, hi = 60999;
+  if (!(in >> lo >> hi) || lo < 1 || hi < lo || hi > 65535) return {32768, 60999};
+  return {lo, hi};
+}
 }  // namespace detail
 
-inline uint16_t free_loopback_port() {
-  const detail::BoundSocket s = detail::bind_loopback();
-  close(s.fd);
-  return s.port;
+// `count` consecutive loopback ports that were free a moment ago, outside the ephemeral range
+// (below it when there is room, else above it); returns the first.
+inline uint16_t free_loopback_ports(int count) {
+  const auto [lo, hi] = detail::ephemeral_port_range();
+  int first = std::max(1024, lo - 16384), last = lo - count;
+  if (last - first < 1024) first = hi + 1, last = 65535 - count + 1;
+  if (last < first) throw std::runtime_error("no port range outside the ephemeral ports");
+  thread_local std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(getpid()));
+  std::uniform_int_distribution<int> pick(first, last);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = pick(rng);
+    bool ok = true;
+    for (int i = 0; i < count && ok; ++i) ok = detail::can_bind_loopback(static_cast<uint16_t>(port + i));
+    if (ok) return static_cast<uint16_t>(port);
+  }
+  throw std::runtime_error("no free loopback ports outside the ephemeral range");
 }
+
+inline uint16_t free_loopback_port() { return free_loopback_ports(1); }
 
 // A loopback port where connections are refused for as long as this object lives: bound but not
 // listening, so no other process - a worker of a test running in parallel - can take it. (A port
