@@ -214,6 +214,8 @@ struct PackedPass {
   const uint8_t* qs;
   const float* d;
   const uint32_t* sp;
+  // The same pass from its token t on (same strides: a sub-pass of fewer tokens).
+  PackedPass from(int64_t t) const { return {qs + t * kQK_K, d + t, sp + t * kBsumPairsPerBlock}; }
 };
 
 // Packs tokens [0, n_tok) of the Q8_K rows a (a_stride apart), kTokensPerPass per pass: pass p's
@@ -381,10 +383,8 @@ void group_token_block(int64_t nb, const uint8_t* g, const uint8_t* a, PackedPas
       case 3: group_tokens<kVnni, 3, true>(nb, g, pass, out, out_stride, prefetch); break;
       default: group_tokens<kVnni, 4, true>(nb, g, pass, out, out_stride, prefetch); break;
     }
-    if (n > first) {
-      const PackedPass rest{pass.qs + first * kQK_K, pass.d + first, pass.sp + first * kBsumPairsPerBlock};
-      group_token_block<kVnni, true>(nb, g, a, rest, n - first, out + first * out_stride, out_stride, false);
-    }
+    if (n > first)
+      group_token_block<kVnni, true>(nb, g, a, pass.from(first), n - first, out + first * out_stride, out_stride, false);
   } else {
     switch (n) {
       case 1: group_token<kVnni>(nb, g, a, out); break;

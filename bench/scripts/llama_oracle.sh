@@ -23,7 +23,7 @@ prompts=("$@")
 [ ${#models[@]} -gt 0 ] || { echo "usage: $0 MODEL.gguf... [-- PROMPT...]" >&2; exit 2; }
 
 [ -x "$BUILD/bin/engine-run" ] || cmake --build "$BUILD" -j2 --target engine-run
-if [ ! -f "$ORACLE_DIR/oracle.mjs" ]; then
+if [ ! -d "$ORACLE_DIR/node_modules/node-llama-cpp" ]; then
   ( cd "$ROOT/bench/llamacpp" && [ -d node_modules/node-llama-cpp ] || npm ci --ignore-scripts ) >&2
   mkdir -p "$ORACLE_DIR"
   # node_modules without the GPU and non-x64 packages, then only the haswell CPU variant
@@ -33,9 +33,8 @@ if [ ! -f "$ORACLE_DIR/oracle.mjs" ]; then
   for f in "$ORACLE_DIR"/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-cpu-*.so; do
     [ "$(basename "$f")" = libggml-cpu-haswell.so ] || rm -f "$f"
   done
-  cp "$ROOT/bench/llamacpp/oracle.mjs" "$ORACLE_DIR/"
 fi
-cp "$ROOT/bench/llamacpp/oracle.mjs" "$ORACLE_DIR/oracle.mjs"
+cp "$ROOT/bench/llamacpp/oracle.mjs" "$ORACLE_DIR/oracle.mjs"  # always the repo's current one
 
 for m in "${models[@]}"; do
   for p in "${prompts[@]}"; do

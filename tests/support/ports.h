@@ -27,33 +27,36 @@ struct BoundSocket {
   uint16_t port;
 };
 
-// A close-on-exec TCP socket bound to 127.0.0.1:0, not listening.
-inline BoundSocket bind_loopback() {
+// A close-on-exec TCP socket bound to 127.0.0.1:port (0: any free port), not listening; fd -1 if
+// the port cannot be bound.
+inline BoundSocket try_bind_loopback(uint16_t port) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error("socket() failed");
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    throw std::runtime_error("cannot bind a free port on 127.0.0.1");
-  }
-  return {fd, ntohs(a.sin_port)};
-}
-
-// Whether a close-on-exec TCP socket can bind 127.0.0.1:port right now.
-inline bool can_bind_loopback(uint16_t port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
+  if (fd < 0) return {-1, port};
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(port);
-  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  close(fd);
-  return ok;
+  socklen_t len = sizeof a;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    close(fd);
+    return {-1, port};
+  }
+  return {fd, ntohs(a.sin_port)};
+}
+
+// A close-on-exec TCP socket bound to 127.0.0.1:0, not listening.
+inline BoundSocket bind_loopback() {
+  const BoundSocket s = try_bind_loopback(0);
+  if (s.fd < 0) throw std::runtime_error("cannot bind a free port on 127.0.0.1");
+  return s;
+}
+
+// Whether 127.0.0.1:port can be bound right now.
+inline bool can_bind_loopback(uint16_t port) {
+  const BoundSocket s = try_bind_loopback(port);
+  if (s.fd >= 0) close(s.fd);
+  return s.fd >= 0;
 }
 
 // The kernel's ephemeral port range (net.ipv4.ip_local_port_range; Linux's default if unreadable).
