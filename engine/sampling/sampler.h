@@ -78,15 +78,22 @@ class Sampler {
   // Runs the chain up to (not including) temperature; leaves the survivors in candidates_,
   // sorted by ascending id. Returns the greedy choice instead (>= 0) when temperature <= 0.
   int32_t filter(std::span<const float> logits, std::span<const int32_t> history);
-  void apply_penalties(std::span<const int32_t> history);
-  void apply_top_k();
+  // Throws naming the first NaN or +inf logit.
+  static void check_finite_or_masked(std::span<const float> logits);
+  bool penalties_active() const;
+  // The lowest id of the largest of x[0, n); -1 when all are -inf.
+  static int32_t argmax(const float* x, size_t n);
+  void apply_penalties(std::span<const int32_t> history);  // on work_
+  // The survivors of top_k among x[0, n) (never a -inf one) into candidates_, in any order.
+  void apply_top_k(const float* x, size_t n);
   void apply_top_p_min_p();
   // Probabilities of candidates_ after temperature, into probs_ (same order). Returns their sum.
   double tempered_probs();
 
   SamplerParams params_;
   std::mt19937 rng_;
-  std::vector<Candidate> candidates_;  // [n_vocab] scratch, then the survivors
+  std::vector<float> work_;            // [n_vocab] scratch: the logits after bias and penalties
+  std::vector<Candidate> candidates_;  // scratch: the survivors
   std::vector<Candidate> heap_;        // scratch: top_k selection
   std::vector<int32_t> window_;        // scratch: the penalized history, sorted
   std::vector<double> probs_;          // scratch: tempered probabilities of the survivors
