@@ -2,17 +2,20 @@
 // 8-lane order of kq_lanes_scalar.h: lane L of a (row, token, super-block)
 // is the exact int32 sum over chunks c of sc(2c + L/4) * D(c, L) (D = the dot of the 4 unsigned
 // quants and activations at 32c + 4L), minus 32 * (sc(2L) * bsums[2L] + sc(2L + 1) * bsums[2L + 1]).
-// Chunks are taken in pairs (a, b) = (2p, 2p + 1). Weights (once per row and super-block, for all
-// tokens) and activations (once per call) are interleaved dword-wise as unpacklo/hi_epi32(a, b),
-// so vpdpbusd gives X = (Da0 Db0 Da1 Db1 | Da4 Db4 Da5 Db5) and Y = (Da2 Db2 Da3 Db3 | Da6 ...),
-// and vpackssdw(X, Y) puts (Da_L, Db_L) in dword L (|D| <= 4 * 63 * 128 < 2^15: no saturation).
-// vpdpwssd with the scale pairs (sc(2a + L/4), sc(2b + L/4)) then adds both chunks' scaled sums
+// vpdpbusd of chunk c's 32 quant bytes against its 32 activation bytes gives D(c, L) in dword L,
+// |D| <= 4 * 63 * 127 < 2^15. Chunks go in pairs (a, b) = (2p, 2p + 1): D(a, L) in the low and
+// D(b, L) in the high 16 bits of dword L (vpslld + vpblendmw) form the int16 pair operand of one
+// vpdpwssd with the scale pairs (sc(2a + L/4), sc(2b + L/4)), which adds both chunks' scaled sums
 // into lane L; the bsum term is one more vpdpwssd against (-32 sc(2L), -32 sc(2L + 1)). Every
 // step is exact integer arithmetic, so the lanes are the reference's; the float steps are its
 // own: fma(a.d * f16(w.d), float(lane L), acc_L) per super-block in order, then hsum_float_8.
-// Per (row, token, super-block): 8 vpdpbusd + 4 vpackssdw + 5 vpdpwssd in 256-bit units (the
-// maddubs kernel in kq_lanes_gemm.h: 8 vpmaddubsw + 9 vpmaddwd + 9 adds and shifts). Two tokens
-// share a zmm (one per 256-bit half, the weights broadcast to both), halving the instructions.
+// Per (row, token, super-block): 8 vpdpbusd + 5 vpdpwssd in 256-bit units (the maddubs kernel in
+// kq_lanes_gemm.h: 8 vpmaddubsw + 9 vpmaddwd + 9 adds and shifts). Two tokens share a zmm (one
+// per 256-bit half, the weights broadcast to both), halving the instructions.
+// Until session 13 the chunk pairs were interleaved dword-wise (vpunpck of the decoded weights and
+// of the activations) so that one vpackssdw formed the pairs; the shift + blend pairs and a decode
+// straight into zmm measured faster (rows-bench --hot, Q6_K down 2048x5632, 8 tokens, 4 alternated
+// runs: 0.619-0.625 -> 0.585-0.591 ms; output 32000x2048: 3.65-3.72 -> 3.49-3.60 ms).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -35,11 +38,10 @@ constexpr int64_t kTile = 16;  // tokens whose accumulators live across one weig
 constexpr int64_t kPrefetchRows = 2;
 
 // Two tokens' Q8_K super-blocks (the low 256 bits token 2j, the high token 2j + 1; a missing
-// second token is zeros), interleaved as the weights: x[p] / y[p] = unpacklo / unpackhi_epi32 of
-// chunks 2p and 2p + 1; bsums as stored (dword L = bsums[2L], bsums[2L + 1]); d per half.
+// second token is zeros): q[c] = the 32 quants of chunk c; bsums as stored (dword L = bsums[2L],
+// bsums[2L + 1]); d per half.
 struct alignas(64) ActPair {
-  __m512i x[4];
-  __m512i y[4];
+  __m512i q[8];
   __m512i bsums;
   __m512 d;
 };
@@ -50,31 +52,20 @@ void repack_acts(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb, A
       ActPair& pr = dst[j * nb + b];
       for (int h = 0; h < 2; ++h) {
         const int64_t t = 2 * j + h;
-        __m256i x[4] = {}, y[4] = {}, bsums = _mm256_setzero_si256();
+        __m256i q[8] = {}, bsums = _mm256_setzero_si256();
         float d = 0.0f;
         if (t < n_tok) {
           const uint8_t* ab = a + static_cast<size_t>(t) * a_stride + static_cast<size_t>(b) * sizeof(BlockQ8K);
-          for (int p = 0; p < 4; ++p) {
-            const __m256i c0 = load32(ab + offsetof(BlockQ8K, qs) + 64 * p);
-            const __m256i c1 = load32(ab + offsetof(BlockQ8K, qs) + 64 * p + 32);
-            x[p] = _mm256_unpacklo_epi32(c0, c1);
-            y[p] = _mm256_unpackhi_epi32(c0, c1);
-          }
+          for (int c = 0; c < 8; ++c) q[c] = load32(ab + offsetof(BlockQ8K, qs) + 32 * c);
           bsums = load32(ab + offsetof(BlockQ8K, bsums));
           d = kq_lanes::float_at(ab + offsetof(BlockQ8K, d));
         }
         if (h == 0) {
-          for (int p = 0; p < 4; ++p) {
-            pr.x[p] = _mm512_castsi256_si512(x[p]);
-            pr.y[p] = _mm512_castsi256_si512(y[p]);
-          }
+          for (int c = 0; c < 8; ++c) pr.q[c] = _mm512_castsi256_si512(q[c]);
           pr.bsums = _mm512_castsi256_si512(bsums);
           pr.d = _mm512_castps256_ps512(_mm256_set1_ps(d));
         } else {
-          for (int p = 0; p < 4; ++p) {
-            pr.x[p] = _mm512_inserti64x4(pr.x[p], x[p], 1);
-            pr.y[p] = _mm512_inserti64x4(pr.y[p], y[p], 1);
-          }
+          for (int c = 0; c < 8; ++c) pr.q[c] = _mm512_inserti64x4(pr.q[c], q[c], 1);
           pr.bsums = _mm512_inserti64x4(pr.bsums, bsums, 1);
           pr.d = _mm512_insertf32x8(pr.d, _mm256_set1_ps(d), 1);
         }
@@ -84,27 +75,41 @@ void repack_acts(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb, A
 
 // One weight super-block, decoded once for every token pair, in both 256-bit halves.
 struct WBlock {
-  __m512i x[4], y[4];  // unsigned quants, interleaved as ActPair
+  __m512i q[8];        // q[c]: chunk c's unsigned quants (0..63)
   __m512i sp[4];       // dword L of sp[p]: (sc(4p + L/4), sc(4p + 2 + L/4)) as int16
   __m512i corr;        // dword L: (-32 sc(2L), -32 sc(2L + 1)) as int16
   __m512 d;            // f16(w.d)
 };
 
+// 32 bytes at p in both 256-bit halves: vbroadcasti64x4 from memory, a load without a shuffle.
+inline __m512i load32_x2(const uint8_t* p) { return _mm512_broadcast_i64x4(load32(p)); }
+
+// Decoded straight in zmm from broadcast loads, so both halves come out of the decode itself
+// (no vshufi64x2 per vector after a ymm decode).
 inline void decode(const uint8_t* x, WBlock& w) {
-  __m256i q[8];
-  kq_lanes::Q6::quants(x, q);
-#pragma GCC unroll 4
-  for (int p = 0; p < 4; ++p) {
-    w.x[p] = _mm512_broadcast_i64x4(_mm256_unpacklo_epi32(q[2 * p], q[2 * p + 1]));
-    w.y[p] = _mm512_broadcast_i64x4(_mm256_unpackhi_epi32(q[2 * p], q[2 * p + 1]));
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  __m512i (&q)[8] = w.q;
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    const __m512i ql0 = load32_x2(x + offsetof(BlockQ6K, ql) + 64 * h);
+    const __m512i ql1 = load32_x2(x + offsetof(BlockQ6K, ql) + 64 * h + 32);
+    const __m512i qh = load32_x2(x + offsetof(BlockQ6K, qh) + 32 * h);
+    // a | (b & c): the low nibble and two high bits of each quant (kq_lanes::Q6::quants)
+    const auto merge = [&](__m512i lo, __m512i hi) {
+      return _mm512_ternarylogic_epi32(_mm512_and_si512(lo, low4), hi, bits45, 0xF8);
+    };
+    q[4 * h + 0] = merge(ql0, _mm512_slli_epi16(qh, 4));
+    q[4 * h + 1] = merge(ql1, _mm512_slli_epi16(qh, 2));
+    q[4 * h + 2] = merge(_mm512_srli_epi16(ql0, 4), qh);
+    q[4 * h + 3] = merge(_mm512_srli_epi16(ql1, 4), _mm512_srli_epi16(qh, 2));
   }
-  const __m256i s16 = _mm256_cvtepi8_epi16(kq_lanes::load16(x + offsetof(BlockQ6K, scales)));
-  const __m256i pick = _mm256_setr_epi16(0, 2, 0, 2, 0, 2, 0, 2, 1, 3, 1, 3, 1, 3, 1, 3);
+  // The 16 scales as int16 in both halves (the 16 bytes broadcast to both 128-bit lanes first).
+  const __m512i s16 = _mm512_cvtepi8_epi16(_mm256_broadcastsi128_si256(kq_lanes::load16(x + offsetof(BlockQ6K, scales))));
+  const __m512i pick = _mm512_broadcast_i64x4(_mm256_setr_epi16(0, 2, 0, 2, 0, 2, 0, 2, 1, 3, 1, 3, 1, 3, 1, 3));
 #pragma GCC unroll 4
   for (int p = 0; p < 4; ++p)
-    w.sp[p] = _mm512_broadcast_i64x4(
-        _mm256_permutexvar_epi16(_mm256_add_epi16(pick, _mm256_set1_epi16(static_cast<int16_t>(4 * p))), s16));
-  w.corr = _mm512_broadcast_i64x4(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5)));
+    w.sp[p] = _mm512_permutexvar_epi16(_mm512_add_epi16(pick, _mm512_set1_epi16(static_cast<int16_t>(4 * p))), s16);
+  w.corr = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(s16, 5));
   w.d = _mm512_set1_ps(kq_lanes::half_at(x + offsetof(BlockQ6K, d)));
 }
 
@@ -114,9 +119,10 @@ inline __m512 block_step(const WBlock& w, const ActPair& a, __m512 acc) {
   __m512i lanes = _mm512_dpwssd_epi32(zero, a.bsums, w.corr);
 #pragma GCC unroll 4
   for (int p = 0; p < 4; ++p) {
-    const __m512i x = _mm512_dpbusd_epi32(zero, w.x[p], a.x[p]);
-    const __m512i y = _mm512_dpbusd_epi32(zero, w.y[p], a.y[p]);
-    const __m512i pairs = _mm512_packs_epi32(x, y);  // per 128 bits, as the ymm case
+    const __m512i da = _mm512_dpbusd_epi32(zero, w.q[2 * p], a.q[2 * p]);
+    const __m512i db = _mm512_dpbusd_epi32(zero, w.q[2 * p + 1], a.q[2 * p + 1]);
+    // (D(2p, L), D(2p + 1, L)) as the int16 pair of dword L: da fits 16 bits, so its low half is da.
+    const __m512i pairs = _mm512_mask_blend_epi16(0xAAAAAAAAu, da, _mm512_slli_epi32(db, 16));
     lanes = _mm512_dpwssd_epi32(lanes, pairs, w.sp[p]);
   }
   return _mm512_fmadd_ps(_mm512_mul_ps(a.d, w.d), _mm512_cvtepi32_ps(lanes), acc);

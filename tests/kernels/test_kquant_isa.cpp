@@ -138,6 +138,9 @@ TEST_CASE("every ISA's K-quant gemm returns the scalar reference's bits over awk
 TEST_CASE("K-quant gemms are exact at the extremes of quants, scales and activations") {
   // n_tok 1 runs the decode (row) kernels, 18 the batch ones; 11 rows leave a partial row tile.
   const int64_t k = 512, n_rows = 11;
+  // Activation signs: alternating in runs of 3, or one sign throughout (the largest partial sums:
+  // 4 products of 63 * 127 fill 15 bits for Q6_K).
+  for (const int sign_pattern : {0, 1, -1})
   for (const int64_t n_tok : {int64_t{1}, int64_t{18}}) {
     for (const KType& kt : all_ktypes()) {
       Rows w(n_rows, 2 * kt.block_bytes, 0, 1);
@@ -151,12 +154,13 @@ TEST_CASE("K-quant gemms are exact at the extremes of quants, scales and activat
           }
       }
       std::vector<float> x(static_cast<size_t>(n_tok * k));
-      for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 3) % 2 ? 100.0f : -100.0f;  // +-127 after quantization
+      for (size_t i = 0; i < x.size(); ++i)  // +-127 after quantization
+        x[i] = sign_pattern != 0 ? 100.0f * static_cast<float>(sign_pattern) : (i / 3) % 2 ? 100.0f : -100.0f;
       Rows a(n_tok, 2 * sizeof(kernels::BlockQ8K), 0, 2);
       for (int64_t t = 0; t < n_tok; ++t) kernels::scalar::quantize_q8_k(x.data() + t * k, a.row(t), k);
       const auto ref = run(kt.variants[0], k, w, 0, n_rows, a, 0, n_tok);
       for (size_t vi = 1; vi < kt.variants.size(); ++vi) {
-        INFO(ggml_type_name(kt.type) << " " << kt.variants[vi].name << " n_tok=" << n_tok);
+        INFO(ggml_type_name(kt.type) << " " << kt.variants[vi].name << " n_tok=" << n_tok << " signs " << sign_pattern);
         const auto got = run(kt.variants[vi], k, w, 0, n_rows, a, 0, n_tok);
         int64_t mismatches = 0;
         for (size_t i = 0; i < ref.size(); ++i) mismatches += !same_bits(ref[i], got[i]);

@@ -64,7 +64,7 @@ inline std::vector<KType> all_ktypes() {
                    avx512::dequantize_q5_k, avx512::gemm_q5_k, avx512::gemm_q5_k_vnni)},
       {GgmlType::kQ6_K, sizeof(BlockQ6K), scalar::quantize_q6_k_ref, {208},
        variants_of(scalar::dequantize_q6_k, scalar::gemm_q6_k, avx2::dequantize_q6_k, avx2::gemm_q6_k_lanes,
-                   avx512::dequantize_q6_k, avx512::gemm_q6_k_lanes, avx512::gemm_q6_k_lanes)},
+                   avx512::dequantize_q6_k, avx512::gemm_q6_k_lanes, avx512::gemm_q6_k_lanes_vnni)},
   };
 }
 
