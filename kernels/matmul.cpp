@@ -11,6 +11,14 @@ namespace {
 
 // Output rows per chunk are a multiple of this (kernels process rows in small groups).
 constexpr int64_t kRowGranule = 16;
+// The last kTailChunksPerThread * n_threads row chunks of a matmul are cut kTailSplit times finer.
+constexpr int64_t kTailChunksPerThread = 1;
+constexpr int64_t kTailSplit = 4;
+
+struct RowChunk {
+  size_t target;
+  int64_t r0, n_rows;
+};
 
 size_t dense_row_bytes(GgmlType type, int64_t k, std::string_view name) {
   const GgmlTypeInfo& info = require_ggml_type(type);
@@ -179,29 +187,41 @@ void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* ac
   const int64_t rows_per_chunk =
       std::max(kRowGranule, ceil_div(ceil_div(total_rows, want_chunks), kRowGranule) * kRowGranule);
 
-  int64_t n_chunks = 0;
-  for (const auto& t : targets) n_chunks += ceil_div(t.w.n_rows, rows_per_chunk) * n_tiles;
+  // Row chunks of rows_per_chunk, except that the last ones are cut 4x finer: the threads reach
+  // the end of a matmul within a small chunk of each other instead of up to a whole one apart.
+  const int64_t tail_rows = kTailChunksPerThread * nth * rows_per_chunk;
+  const int64_t fine_rows =
+      std::max(kRowGranule, ceil_div(ceil_div(rows_per_chunk, kTailSplit), kRowGranule) * kRowGranule);
+  thread_local std::vector<RowChunk> row_chunks;
+  row_chunks.clear();
+  int64_t rows_before = 0;  // over all targets, for the tail test
+  for (size_t ti = 0; ti < targets.size(); ++ti) {
+    const int64_t n_rows = targets[ti].w.n_rows;
+    for (int64_t r0 = 0; r0 < n_rows;) {
+      const bool in_tail = total_rows - (rows_before + r0) <= tail_rows;
+      const int64_t nr = std::min(in_tail ? fine_rows : rows_per_chunk, n_rows - r0);
+      row_chunks.push_back({ti, r0, nr});
+      r0 += nr;
+    }
+    rows_before += n_rows;
+  }
+  const int64_t n_chunks = static_cast<int64_t>(row_chunks.size()) * n_tiles;
   if (n_chunks == 0) return;
 
   std::atomic<int64_t> next_chunk{0};
   // One id per matmul: kernels may keep what they prepared from the activations across its chunks.
   static std::atomic<uint64_t> matmul_ids{0};
   const uint64_t matmul_id = matmul_ids.fetch_add(1, std::memory_order_relaxed) + 1;
+  const RowChunk* chunks = row_chunks.data();
   auto compute = [&](int, int) {
     const detail::MatmulScope scope(matmul_id);
     for (int64_t c = next_chunk.fetch_add(1, std::memory_order_relaxed); c < n_chunks;
          c = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
-      size_t ti = 0;
-      int64_t local = c;
-      for (;; ++ti) {
-        const int64_t here = ceil_div(targets[ti].w.n_rows, rows_per_chunk) * n_tiles;
-        if (local < here) break;
-        local -= here;
-      }
+      const RowChunk& rc = chunks[c / n_tiles];
+      const size_t ti = rc.target;
       const MatmulTarget& t = targets[ti];
-      const int64_t r0 = (local / n_tiles) * rows_per_chunk;
-      const int64_t nr = std::min(rows_per_chunk, t.w.n_rows - r0);
-      const int64_t t0 = (local % n_tiles) * tok_tile;
+      const int64_t r0 = rc.r0, nr = rc.n_rows;
+      const int64_t t0 = (c % n_tiles) * tok_tile;
       const int64_t nt = std::min(tok_tile, n_tok - t0);
       const TypeOps& ops = *resolved_[ti].weight;
       const bool all_gemm = !ops.gemm_single && !ops.gemm_grouped;
