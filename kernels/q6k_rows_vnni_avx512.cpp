@@ -15,7 +15,7 @@
 // Until session 13 the chunk pairs were interleaved dword-wise (vpunpck of the decoded weights and
 // of the activations) so that one vpackssdw formed the pairs; the shift + blend pairs and a decode
 // straight into zmm measured faster (rows-bench --hot, Q6_K down 2048x5632, 8 tokens, 4 alternated
-// runs: 0.619-0.625 -> 0.585-0.591 ms; output 32000x2048: 3.65-3.72 -> 3.49-3.60 ms).
+// runs: 0.618-0.637 -> 0.585-0.602 ms; output 32000x2048: 3.64-3.81 -> 3.50-3.72 ms).
 #include <immintrin.h>
 
 #include <algorithm>
