@@ -31,6 +31,7 @@ TEST_CASE("attention is near a double-precision reference and bitwise equal on e
       {2, 1, 256, 64, 1.0f},
       {16, 4, 64, 150, 2.0f},  // heads 8 at a time (head_dim % 32 == 0), several KV heads per block
       {12, 3, 32, 40, 1.0f},   // one block of 8 heads, then 4 one by one
+      {4, 2, 40, 33, 1.0f},    // 16 + 16 + 8 elements: every vector width of the elementwise steps
   };
   for (const Case& tc : cases) {
     AttentionShape s{tc.n_head, tc.n_head_kv, tc.head_dim, static_cast<size_t>(tc.n_head_kv * tc.head_dim + 3),
