@@ -30,6 +30,7 @@ TEST_CASE("tiled attention is near a double-precision reference and bitwise equa
       {8, 2, 64, 130, 3.0f},   // tq3's GQA ratio
       {4, 4, 128, 700, 4.0f},  // peaked softmax, many tiles
       {2, 1, 40, 90, 1.0f},    // head dim a multiple of 8, not of 32
+      {2, 1, 104, 84, 1.0f},   // 64 + 32 + 8 head dims; a last tile of 20 positions (16 + 8 lanes)
   };
   for (const Case& tc : cases) {
     AttentionShape s{tc.n_head, tc.n_head_kv, tc.head_dim, static_cast<size_t>(tc.n_head_kv * tc.head_dim + 5),
