@@ -17,6 +17,9 @@ void unrepack_q4_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
 // Q5_K: the same contract, layout kquant_q5k_x16.h.
 void repack_q5_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
 void unrepack_q5_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
+// Q5_K for AVX2: the same contract, layout q5k_x16p_avx2.cpp.
+void repack_q5_k_x16p(const void* src, void* dst, int64_t n_rows, int64_t k);
+void unrepack_q5_k_x16p(const void* src, void* dst, int64_t n_rows, int64_t k);
 }  // namespace scalar
 
 namespace avx512 {
@@ -37,5 +40,11 @@ void gemm_q5_k_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
 void gemm_q5_k_x16_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                         int64_t n_tok, float* out, size_t out_stride);
 }  // namespace avx512
+
+namespace avx2 {
+// Q5_K in the x16p layout (q5k_x16p_avx2.cpp), bitwise the Q5_K gemm.
+void gemm_q5_k_x16p(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                   int64_t n_tok, float* out, size_t out_stride);
+}  // namespace avx2
 
 }  // namespace baton::kernels

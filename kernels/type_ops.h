@@ -43,7 +43,7 @@ struct TypeOps {
   // [0, m - m % 4) use gemm_grouped, the others gemm (or gemm_single). nullptr: no such rows.
   // Same contract as gemm.
   GemmFn gemm_grouped = nullptr;
-  // Optional load-time layout for decode speed (Q4_0 on AVX2/AVX-512, Q4_K and Q5_K on AVX-512):
+  // Optional load-time layout for decode speed (Q4_0 and Q5_K on AVX2/AVX-512, Q4_K on AVX-512):
   // repack(src, dst, n_rows, k) permutes the bytes of dense rows [0, n_rows) (n_rows a multiple of
   // repack_rows) within each group of repack_rows rows, keeping the size; unrepack is its inverse.
   // gemm_repacked multiplies such groups (n_rows a multiple of repack_rows, w_stride = the dense

@@ -105,10 +105,9 @@ int main(int argc, char** argv) {
     std::vector<float> out(static_cast<size_t>(s.n_rows * max_tok));
     const kernels::GemmFn gemm =
         grouped ? w_ops->gemm_grouped : w_ops->gemm_single ? w_ops->gemm_single : w_ops->gemm;
-    // Q4_K and Q5_K in their load-time 16-row layouts (what the engine multiplies; AVX512-VNNI).
-    const bool q4 = s.type == GgmlType::kQ4_K;
-    if ((q4 || (s.type == GgmlType::kQ5_K && !grouped)) && kernels::has_avx512_vnni()) {
-      const auto repack = q4 ? kernels::scalar::repack_q4_k_x16 : kernels::scalar::repack_q5_k_x16;
+    // Weights in their load-time 16-row layout where this ISA's table has one (what the engine
+    // multiplies): Q4_K / Q5_K on AVX-512, Q5_K on AVX2.
+    if (w_ops->has_repacked_layout() && (!grouped || w_ops->gemm_grouped_repacked)) {
       const size_t x16_bytes = (w_bytes * n_copies + (size_t{2} << 20)) & ~((size_t{2} << 20) - 1);
       // On 2 MiB pages, as the engine's WeightArena holds them.
       std::unique_ptr<uint8_t, decltype(&std::free)> x16_mem(
@@ -117,10 +116,10 @@ int main(int argc, char** argv) {
       std::span<uint8_t> x16(x16_mem.get(), x16_bytes);
       std::vector<uint8_t> plain(w_bytes);
       for (size_t c = 0; c < n_copies; ++c)
-        repack(copies.data() + c * w_bytes, x16.data() + c * w_bytes, s.n_rows, s.k);
+        w_ops->repack(copies.data() + c * w_bytes, x16.data() + c * w_bytes, s.n_rows, s.k);
       auto via_unrepack = [&](int64_t k, const void* wx, size_t ws, int64_t nr, const void* act, size_t as,
                               int64_t n_tok, float* o, size_t os) {
-        kernels::scalar::unrepack_q4_k_x16(wx, plain.data(), nr, k);
+        w_ops->unrepack(wx, plain.data(), nr, k);
         gemm(k, plain.data(), ws, nr, act, as, n_tok, o, os);
       };
       std::vector<std::pair<const char*, std::function<void(int64_t, const void*, size_t, int64_t, const void*,
@@ -128,9 +127,9 @@ int main(int argc, char** argv) {
           x16_kernels;
       if (grouped) {
         x16_kernels.emplace_back("x16 unrepacked + grouped", via_unrepack);
-        x16_kernels.emplace_back("x16 grouped", kernels::avx512::gemm_q4_k_x16_grouped_vnni);
+        x16_kernels.emplace_back("x16 grouped", w_ops->gemm_grouped_repacked);
       } else {
-        x16_kernels.emplace_back("x16", q4 ? kernels::avx512::gemm_q4_k_x16_vnni : kernels::avx512::gemm_q5_k_x16_vnni);
+        x16_kernels.emplace_back("x16", w_ops->gemm_repacked);
       }
       for (const auto& [label, fn] : x16_kernels) {
         for (int64_t nt : ntoks) {

@@ -92,7 +92,7 @@ TEST_CASE("a sequence's logits are bitwise the same alone and batched with other
 }
 
 TEST_CASE("weights kept in the file mapping (--mmap) give the bits of the resident, repacked copy") {
-  // Q4_0 is repacked at load on AVX2/AVX-512, Q4_K and Q5_K on AVX-512 (16-row groups); the K-quant
+  // Q4_0 and Q5_K are repacked at load on AVX2/AVX-512, Q4_K on AVX-512 (16-row groups); the K-quant
   // mixes have Q6_K rows too.
   for (const char* model : {"models/synthetic/tl256-Q4_0.gguf", "models/synthetic/tl256-Q4_K_M.gguf",
                             "models/synthetic/tl256-Q5_K_M.gguf"}) {

@@ -25,28 +25,31 @@ namespace {
 struct Variant {
   const char* name;
   kernels::GemmFn gemm;
+  Isa layout;  // whose type table's repack makes the layout this gemm reads
 };
 
 // Every repacked gemm of `type` this CPU runs (AVX-512 with and without VNNI on a VNNI machine).
 std::vector<Variant> repacked_variants(GgmlType type) {
   namespace k = kernels;
   std::vector<Variant> v;
-  if (type == GgmlType::kQ4_0 && k::detected_isa() >= Isa::kAvx2)
-    v.push_back({"avx2", k::avx2::gemm_q4_0_x16});  // the K-quants: AVX-512 only
+  if (k::detected_isa() >= Isa::kAvx2) {
+    if (type == GgmlType::kQ4_0) v.push_back({"avx2", k::avx2::gemm_q4_0_x16, Isa::kAvx2});
+    if (type == GgmlType::kQ5_K) v.push_back({"avx2", k::avx2::gemm_q5_k_x16p, Isa::kAvx2});
+  }
   if (k::detected_isa() >= Isa::kAvx512) {
     const bool vnni = k::has_avx512_vnni();
     switch (type) {
       case GgmlType::kQ4_0:
-        v.push_back({"avx512", k::avx512::gemm_q4_0_x16});
-        if (vnni) v.push_back({"avx512 vnni", k::avx512::gemm_q4_0_x16_vnni});
+        v.push_back({"avx512", k::avx512::gemm_q4_0_x16, Isa::kAvx512});
+        if (vnni) v.push_back({"avx512 vnni", k::avx512::gemm_q4_0_x16_vnni, Isa::kAvx512});
         break;
       case GgmlType::kQ4_K:
-        v.push_back({"avx512", k::avx512::gemm_q4_k_x16});
-        if (vnni) v.push_back({"avx512 vnni", k::avx512::gemm_q4_k_x16_vnni});
+        v.push_back({"avx512", k::avx512::gemm_q4_k_x16, Isa::kAvx512});
+        if (vnni) v.push_back({"avx512 vnni", k::avx512::gemm_q4_k_x16_vnni, Isa::kAvx512});
         break;
       case GgmlType::kQ5_K:
-        v.push_back({"avx512", k::avx512::gemm_q5_k_x16});
-        if (vnni) v.push_back({"avx512 vnni", k::avx512::gemm_q5_k_x16_vnni});
+        v.push_back({"avx512", k::avx512::gemm_q5_k_x16, Isa::kAvx512});
+        if (vnni) v.push_back({"avx512 vnni", k::avx512::gemm_q5_k_x16_vnni, Isa::kAvx512});
         break;
       default: break;
     }
@@ -78,21 +81,21 @@ struct Shape {
 void check_type(GgmlType type, std::initializer_list<Shape> shapes) {
   const auto variants = repacked_variants(type);
   if (variants.empty()) return;
-  const auto& ops = ops_for(type, kernels::detected_isa());
   const auto& scalar = ops_for(type, Isa::kScalar);
   uint32_t seed = 100;
   for (const Shape& s : shapes) {
     Dense d(type, s.n_rows, s.n_tok, s.k, seed += 7);
-    std::vector<uint8_t> packed(d.w.size()), back(d.w.size());
-    ops.repack(d.w.data(), packed.data(), s.n_rows, s.k);
-    CHECK(packed != d.w);
-    ops.unrepack(packed.data(), back.data(), s.n_rows, s.k);
-    CHECK(back == d.w);
     std::vector<float> ref(static_cast<size_t>(s.n_rows * s.n_tok));
     scalar.gemm(s.k, d.w.data(), d.w_stride, s.n_rows, d.a.data(), d.a_stride, s.n_tok, ref.data(),
                 static_cast<size_t>(s.n_rows));
     for (const Variant& v : variants) {
       INFO(ggml_type_name(type) << " " << v.name << " n_rows " << s.n_rows << " n_tok " << s.n_tok << " k " << s.k);
+      const auto& ops = ops_for(type, v.layout);
+      std::vector<uint8_t> packed(d.w.size()), back(d.w.size());
+      ops.repack(d.w.data(), packed.data(), s.n_rows, s.k);
+      CHECK(packed != d.w);
+      ops.unrepack(packed.data(), back.data(), s.n_rows, s.k);
+      CHECK(back == d.w);
       std::vector<float> out(ref.size(), -1.0f);
       v.gemm(s.k, packed.data(), d.w_stride, s.n_rows, d.a.data(), d.a_stride, s.n_tok, out.data(),
              static_cast<size_t>(s.n_rows));
@@ -112,15 +115,14 @@ void check_type(GgmlType type, std::initializer_list<Shape> shapes) {
 
 }  // namespace
 
-TEST_CASE("Q4_0 advertises the 16-row repack on AVX2 / AVX-512, Q4_K and Q5_K on AVX-512, not on scalar") {
-  // Q4_K / Q5_K on AVX2 stay plain: a repacked AVX2 Q4_K kernel measured slower (kquant_q4k_x16.h)
-  for (GgmlType t : {GgmlType::kQ4_K, GgmlType::kQ5_K})
-    for (Isa isa : available_isas())
-      if (isa != Isa::kAvx512) CHECK(ops_for(t, isa).repack_rows == 0);
+TEST_CASE("Q4_0 and Q5_K advertise the 16-row repack on AVX2 / AVX-512, Q4_K on AVX-512, not on scalar") {
+  // Q4_K on AVX2 stays plain: a repacked AVX2 Q4_K kernel measured slower (kquant_q4k_x16.h)
+  for (Isa isa : available_isas())
+    if (isa != Isa::kAvx512) CHECK(ops_for(GgmlType::kQ4_K, isa).repack_rows == 0);
   for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ5_K}) {
     CHECK(ops_for(t, Isa::kScalar).repack_rows == 0);
     for (Isa isa : available_isas()) {
-      if (isa == Isa::kScalar || (t != GgmlType::kQ4_0 && isa != Isa::kAvx512)) continue;
+      if (isa == Isa::kScalar || (t == GgmlType::kQ4_K && isa != Isa::kAvx512)) continue;
       const auto& ops = ops_for(t, isa);
       CHECK(ops.repack_rows == 16);
       CHECK(ops.repack != nullptr);
@@ -156,7 +158,6 @@ namespace {
 void check_extremes(GgmlType type) {
   const auto variants = repacked_variants(type);
   if (variants.empty()) return;
-  const auto& ops = ops_for(type, kernels::detected_isa());
   const auto& scalar = ops_for(type, Isa::kScalar);
   const int64_t n_rows = 32, n_tok = 11, k = 768;
   const size_t w_stride = row_bytes(type, k), a_stride = row_bytes(GgmlType::kQ8_K, k);
@@ -194,8 +195,6 @@ void check_extremes(GgmlType type) {
   // weights with every quant at its maximum and the largest scales in the first group's first
   // super-block
   for (int64_t r = 0; r < 16; ++r) std::memset(w.data() + r * w_stride + 4, 0xFF, block_bytes - 4);
-  std::vector<uint8_t> packed(w.size());
-  ops.repack(w.data(), packed.data(), n_rows, k);
   std::vector<float> ref(static_cast<size_t>(n_rows * n_tok));
   scalar.gemm(k, w.data(), w_stride, n_rows, a.data(), a_stride, n_tok, ref.data(), static_cast<size_t>(n_rows));
   struct Check {
@@ -208,12 +207,15 @@ void check_extremes(GgmlType type) {
   if (type == GgmlType::kQ4_K) {  // the prompt rows' order, on the same repacked groups
     kernels::scalar::gemm_q4_k_grouped(k, w.data(), w_stride, n_rows, a.data(), a_stride, n_tok, ref_grouped.data(),
                                        static_cast<size_t>(n_rows));
-    checks.push_back({{"avx512 grouped", kernels::avx512::gemm_q4_k_x16_grouped}, &ref_grouped});
+    checks.push_back({{"avx512 grouped", kernels::avx512::gemm_q4_k_x16_grouped, Isa::kAvx512}, &ref_grouped});
     if (kernels::has_avx512_vnni())
-      checks.push_back({{"avx512 vnni grouped", kernels::avx512::gemm_q4_k_x16_grouped_vnni}, &ref_grouped});
+      checks.push_back(
+          {{"avx512 vnni grouped", kernels::avx512::gemm_q4_k_x16_grouped_vnni, Isa::kAvx512}, &ref_grouped});
   }
   for (const auto& [v, want] : checks) {
     INFO(ggml_type_name(type) << " " << v.name);
+    std::vector<uint8_t> packed(w.size());
+    ops_for(type, v.layout).repack(w.data(), packed.data(), n_rows, k);
     std::vector<float> out(ref.size(), -1.0f);
     v.gemm(k, packed.data(), w_stride, n_rows, a.data(), a_stride, n_tok, out.data(), static_cast<size_t>(n_rows));
     CHECK(std::memcmp(out.data(), want->data(), ref.size() * sizeof(float)) == 0);
