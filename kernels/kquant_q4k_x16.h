@@ -55,7 +55,12 @@ constexpr size_t kScales = 64, kQuants = 256;
 // ahead measured in between or worse; batch-bench 8 clients 185-190 -> 192-198 tok/s). Only a
 // group's first token pass prefetches (a prompt makes several): the later ones find the group in
 // cache, and prefetching on every pass cost pp128 ~15 %.
+// Session 14: each block's prefetch is spread over the kernel's steps (the 4 header lines first,
+// then each unit pair's 8 lines before its pair_sums / sub-block pair) instead of a burst of 36
+// lines at the block start (3 alternated runs, tinyllama Q4_K_M: batch-bench 8 clients 198-203
+// -> 212-219 tok/s, engine-bench tg64 63.6-66.2 -> 65.9-71.8, pp128 the same).
 constexpr size_t kPrefetchBlocks = 2;
+constexpr size_t kPairBytes = 8 * 64;  // the 8 units of sub-blocks 2C and 2C + 1
 
 inline int32_t load_i32(const uint8_t* p) {
   int32_t v;
@@ -159,7 +164,8 @@ void group_token(int64_t nb, const uint8_t* g, const uint8_t* a, float* out) {
   VecF acc = zero_f(), accm = zero_f();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* x = g + static_cast<size_t>(b) * kGroupBlock;
-    prefetch_l1<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock);
+    const uintptr_t ahead = reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock;
+    prefetch_l1<kQuants>(ahead);
     const uint8_t* ab = a + static_cast<size_t>(b) * sizeof(BlockQ8K);
     const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
     int16_t bs[16];
@@ -170,9 +176,13 @@ void group_token(int64_t nb, const uint8_t* g, const uint8_t* a, float* out) {
                u2 = load_unit(x + kScales + 2 * kUnit);
     const uint8_t* units = x + kQuants;
     VecI l0, h0, l1, h1, l2, h2, l3, h3;
+    prefetch_l1<kPairBytes>(ahead + kQuants);
     pair_sums<kVnni, 0>(units, kUnit, aq, l0, h0);
+    prefetch_l1<kPairBytes>(ahead + kQuants + kPairBytes);
     pair_sums<kVnni, 1>(units, kUnit, aq, l1, h1);
+    prefetch_l1<kPairBytes>(ahead + kQuants + 2 * kPairBytes);
     pair_sums<kVnni, 2>(units, kUnit, aq, l2, h2);
+    prefetch_l1<kPairBytes>(ahead + kQuants + 3 * kPairBytes);
     pair_sums<kVnni, 3>(units, kUnit, aq, l3, h3);
     VecI sumi = add_i32(mul_i32(l0, scale_of<0, false>(u0, u1, u2)), mul_i32(h0, scale_of<1, false>(u0, u1, u2)));
     sumi = add_i32(sumi, add_i32(mul_i32(l1, scale_of<2, false>(u0, u1, u2)), mul_i32(h1, scale_of<3, false>(u0, u1, u2))));
@@ -280,13 +290,15 @@ void group_tokens(int64_t nb, const uint8_t* g, PackedPass pass, float* out, siz
                u2 = load_unit(x + kScales + 2 * kUnit);
     const uint8_t* units = x + kQuants;
     const VecF dw = load_f16x(x), dmw = load_f16x(x + 32);
-    if (prefetch) prefetch_l1<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock);
+    const uintptr_t ahead = reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock;
+    if (prefetch) prefetch_l1<kQuants>(ahead);
     VecI sumi[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) sumi[t] = zero_i();
     // Sub-block J = 2C + H: the low (H = 0) or high nibbles of units 8C..8C+7.
     auto sub_block = [&]<int J>() {
       constexpr int C = J / 2, H = J % 2;
+      if (prefetch && H == 0) prefetch_l1<kPairBytes>(ahead + kQuants + kPairBytes * C);
       const VecI nib = bcast_i32(0x0F0F0F0F);
       VecI wq[8];
 #pragma GCC unroll 8

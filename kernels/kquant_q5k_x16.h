@@ -130,8 +130,11 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* a, const u
     const uint8_t* x = g + static_cast<size_t>(b) * kGroupBlock;
     const size_t a_off = static_cast<size_t>(b) * sizeof(BlockQ8K);
     // Prefetched as kquant_q4k_x16.h measured (T0, 2 blocks ahead; 8 tokens: gate/up from DRAM
-    // 0.60-0.64 ms at 6 ahead, 0.57-0.58 at 2).
-    prefetch_l1<kGroupBlock>(reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock);
+    // 0.60-0.64 ms at 6 ahead, 0.57-0.58 at 2), spread over the lane blocks rather than one burst
+    // of 44 lines (session 14, kernel-bench matvec, 3 alternated runs: 82-107 -> 95-122 % of the
+    // read-sum; engine-bench Q5_K_M pp128 215-223 -> 231-233, tg64 the same).
+    const uintptr_t ahead = reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock;
+    prefetch_l1<kQuants>(ahead);
     const __m512i u0 = load_unit(x + kScales), u1 = load_unit(x + kScales + kUnit),
                   u2 = load_unit(x + kScales + 2 * kUnit);
     const ScaleBytes sb(u0, u1, u2);
@@ -159,6 +162,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* a, const u
 #pragma GCC unroll 8
     for (int L = 0; L < 8; ++L) {
       __m512i q[8];
+      prefetch_l1<kLBlock>(ahead + kQuants + static_cast<size_t>(L) * kLBlock);
       decode_block(blocks + static_cast<size_t>(L) * kLBlock, q);
       for (int t = 0; t < NT; ++t) {
         const uint8_t* aq = a[t] + a_off + offsetof(BlockQ8K, qs) + 4 * L;
