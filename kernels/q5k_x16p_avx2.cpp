@@ -70,7 +70,8 @@ inline __m256i pair16(__m256i x) {
 }
 
 // Token t's Q8_K quants in the order of the units: per super-block and lane block L, 8 dwords,
-// dword 2u + n = the 4 activations of unit u's bytes, nibble n.
+// dword 2u + n = the 4 activations of unit u's bytes, nibble n (bytes k, k + 1 are adjacent
+// quants: 2-byte moves).
 void permute_activations(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb, uint8_t* dst) {
   for (int64_t t = 0; t < n_tok; ++t)
     for (int64_t b = 0; b < nb; ++b) {
@@ -79,9 +80,9 @@ void permute_activations(const uint8_t* a, size_t a_stride, int64_t n_tok, int64
       for (int L = 0; L < 8; ++L)
         for (int u = 0; u < 4; ++u)
           for (int n = 0; n < 2; ++n)
-            for (int k = 0; k < 4; ++k) {
-              const int pair = 2 * (u / 2) + k / 2, pos = 2 * (u % 2) + k % 2;
-              *dst++ = q[64 * pair + 32 * n + 4 * L + pos];
+            for (int k = 0; k < 4; k += 2, dst += 2) {
+              const int pair = 2 * (u / 2) + k / 2, pos = 2 * (u % 2);
+              std::memcpy(dst, q + 64 * pair + 32 * n + 4 * L + pos, 2);
             }
     }
 }
@@ -207,6 +208,41 @@ struct TokenInputs {
   const uint32_t* sp_of(int64_t t) const { return sp + static_cast<size_t>(t * nb) * kBsumPairsPerBlock; }
 };
 
+// Prepares the TokenInputs of activation rows. The driver calls the gemm once per row chunk of a
+// matmul with the same activations: what was prepared for this matmul is kept
+// (detail::current_matmul), as kquant_q4k_x16.h's PassPacker does.
+class InputPreparer {
+ public:
+  TokenInputs prepare(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb) {
+    const uint64_t matmul = detail::current_matmul();
+    const bool same_inputs = a == a_ && a_stride == a_stride_ && n_tok == n_tok_ && nb == nb_;
+    if (matmul == 0 || matmul != matmul_ || !same_inputs) {
+      matmul_ = matmul, a_ = a, a_stride_ = a_stride, n_tok_ = n_tok, nb_ = nb;
+      const auto blocks = static_cast<size_t>(n_tok * nb);
+      act_.resize(blocks * kActBlock);
+      da_.resize(blocks);
+      sp_.resize(blocks * kBsumPairsPerBlock);
+      permute_activations(a, a_stride, n_tok, nb, act_.data());
+      for (int64_t t = 0; t < n_tok; ++t)
+        for (int64_t b = 0; b < nb; ++b) {
+          const uint8_t* block = a + static_cast<size_t>(t) * a_stride + static_cast<size_t>(b) * sizeof(BlockQ8K);
+          std::memcpy(&da_[static_cast<size_t>(t * nb + b)], block + offsetof(BlockQ8K, d), sizeof(float));
+        }
+      bsum_pairs(a, a_stride, n_tok, nb, sp_.data());
+    }
+    return {act_.data(), da_.data(), sp_.data(), nb};
+  }
+
+ private:
+  uint64_t matmul_ = 0;
+  const uint8_t* a_ = nullptr;
+  size_t a_stride_ = 0;
+  int64_t n_tok_ = 0, nb_ = 0;
+  std::vector<uint8_t> act_;
+  std::vector<float> da_;
+  std::vector<uint32_t> sp_;
+};
+
 template <int NT>
 void group_pass(const TokenInputs& in, const uint8_t* g, int64_t t0, float* out, size_t out_stride) {
   const uint8_t* act[NT];
@@ -229,20 +265,8 @@ void gemm_q5_k_x16p(int64_t k, const void* w, size_t w_stride, int64_t n_rows, c
   const int64_t nb = k / kQK_K;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
-  // One scratch for the three per-token inputs: permuted quants, then d, then bsum pairs.
-  const size_t n_blocks = static_cast<size_t>(n_tok * nb);
-  auto* scratch = static_cast<uint8_t*>(
-      detail::thread_scratch(n_blocks * (kActBlock + sizeof(float) + kBsumPairsPerBlock * sizeof(uint32_t))));
-  auto* da = reinterpret_cast<float*>(scratch + n_blocks * kActBlock);
-  auto* sp = reinterpret_cast<uint32_t*>(da + n_blocks);
-  permute_activations(ab, a_stride, n_tok, nb, scratch);
-  for (int64_t t = 0; t < n_tok; ++t)
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* block = ab + static_cast<size_t>(t) * a_stride + static_cast<size_t>(b) * sizeof(BlockQ8K);
-      std::memcpy(da + t * nb + b, block + offsetof(BlockQ8K, d), sizeof(float));
-    }
-  bsum_pairs(ab, a_stride, n_tok, nb, sp);
-  const TokenInputs in{scratch, da, sp, nb};
+  thread_local InputPreparer preparer;
+  const TokenInputs in = preparer.prepare(ab, a_stride, n_tok, nb);
   for (int64_t r0 = 0; r0 + kRows <= n_rows; r0 += kRows) {
     const uint8_t* g = wb + static_cast<size_t>(r0) * w_stride;
     float* o = out + r0;
