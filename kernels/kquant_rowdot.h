@@ -40,13 +40,16 @@ inline __m256i shift16(__m256i v) {
 // Up to this many tokens the gemms use the row kernels (decode); larger batches the tiled kernels.
 inline constexpr int64_t kRowdotMaxTokens = 1;
 
-// The same super-block of the next 8-row tile into L2: row r's is `ahead` bytes after row r's
-// (row_off[r] from wb).
+// The same super-block of rows 2p and 2p + 1 of the next 8-row tile into L2: row r's is `ahead`
+// bytes after row r's (row_off[r] from wb). Issued before each row pair rather than for all 8 rows
+// at the super-block start (session 14, kernel-bench matvec --isa avx2 q4_K, 6 alternated runs:
+// 69-79 -> 73-84 % of the read-sum; BATON_ISA=avx2 engine-bench tg64 Q4_K_M slightly faster in
+// each of 3 pairs); the AVX2 Q5_K and AVX-512 x16 kernels gained more from the same change.
 template <size_t kBytes>
-inline void prefetch_next_tile(const uint8_t* wb, const size_t* row_off, size_t ahead) {
+inline void prefetch_next_pair(const uint8_t* wb, const size_t* row_off, size_t ahead, int p) {
   const uintptr_t base = reinterpret_cast<uintptr_t>(wb) + ahead;
-#pragma GCC unroll 8
-  for (int r = 0; r < 8; ++r) prefetch_l2<kBytes>(base + row_off[r]);
+  prefetch_l2<kBytes>(base + row_off[2 * p]);
+  prefetch_l2<kBytes>(base + row_off[2 * p + 1]);
 }
 
 // ---- Q4_K decode: row pairs in the two 128-bit lanes ----------------------------------------
@@ -139,7 +142,7 @@ inline __m256i q4k_pair(const uint8_t* wa, const uint8_t* wb, const uint8_t* act
 // 8 rows starting at w0, w_stride bytes apart (rows past n_rows repeat the last: their byte
 // offsets are `row_off`), one token: activations prepared by q4k_pair_prepare (`act`; `a` is the
 // Q8_K row itself, for its d); res[r] = row r's result. While on super-block b it prefetches
-// super-block b of the next tile's rows, `ahead` bytes after each (prefetch_next_tile).
+// super-block b of the next tile's rows, `ahead` bytes after each (prefetch_next_pair).
 inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t ahead,
                                   const uint8_t* a, const uint8_t* act, float* res) {
   constexpr size_t kBytes = sizeof(BlockQ4K);
@@ -148,12 +151,15 @@ inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* r
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = w0 + static_cast<size_t>(b) * kBytes;
-    prefetch_next_tile<kBytes>(wb, row_off, ahead);
     const uint8_t* ab = act + static_cast<size_t>(b) * kQ4KPairAct;
     __m256i h01, h23, h45, h67;
+    prefetch_next_pair<kBytes>(wb, row_off, ahead, 0);
     const __m256i r01 = q4k_pair(wb + row_off[0], wb + row_off[1], ab, h01);
+    prefetch_next_pair<kBytes>(wb, row_off, ahead, 1);
     const __m256i r23 = q4k_pair(wb + row_off[2], wb + row_off[3], ab, h23);
+    prefetch_next_pair<kBytes>(wb, row_off, ahead, 2);
     const __m256i r45 = q4k_pair(wb + row_off[4], wb + row_off[5], ab, h45);
+    prefetch_next_pair<kBytes>(wb, row_off, ahead, 3);
     const __m256i r67 = q4k_pair(wb + row_off[6], wb + row_off[7], ab, h67);
     // [d|dmin of r0, r2, r1, r3] and of [r4, r6, r5, r7] as f16 pairs, converted lane-wise.
     const __m256i dd0 = _mm256_permute4x64_epi64(_mm256_unpacklo_epi32(h01, h23), _MM_SHUFFLE(2, 0, 2, 0));
