@@ -16,6 +16,8 @@
 // no transposes, one sequential stream per group. AVX-512 only: an AVX2 build (each unit as two
 // 8-row halves) measured slower than the plain-layout AVX2 kernel (matvec 49-52 % vs 61-66 % of
 // read bandwidth, tinyllama Q4_K_M decode t=1 15.6 vs 20.4 t/s), so AVX2 keeps Q4_K unrepacked.
+// (Measured on Zen 4 with one pass per half and a burst prefetch; the AVX2 Q5_K kernel of session
+// 14, q5k_x16p_avx2.cpp, shows how both halves per block and a spread prefetch change that.)
 //
 // Without VNNI the 8 maddubs results of a sub-block are summed in int16: 16 products of at most
 // 15 * 128 per int16 lane, |sum| <= 30720, exact. With several tokens the VNNI kernel keeps the

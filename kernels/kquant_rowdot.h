@@ -1,8 +1,8 @@
 // The K-quant row kernels for one-token decode on unrepacked Q4_K / Q5_K rows (the AVX2 and
 // AVX-512 builds; AVX-512 decodes repacked rows with kquant_q4k_x16.h / kquant_q5k_x16.h, AVX2
-// repacked Q5_K rows with q5k_x16p_avx2.cpp, and these serve --mmap and row counts that are not a
-// multiple of 16): Q4_K as row pairs sharing every
-// instruction (gemm_rowdot_pairs<false>), Q5_K 4 rows at a time (gemm_rowdot_pairs<true>). Per
+// repacked Q5_K rows with q5k_x16p_avx2.cpp, and these serve AVX2 Q4_K, --mmap and row counts
+// that are not a multiple of 16): Q4_K as row pairs sharing every instruction
+// (gemm_rowdot_pairs<false>), Q5_K 4 rows at a time (gemm_rowdot_pairs<true>). Per
 // (row, token) and super-block they compute the same exact integer sumi / summ as every other
 // variant (integer sums do not depend on their order), and the float steps are those of the
 // Q4_K / Q5_K orders in kquant_kernels.h, so results are bit-identical to the scalar reference for

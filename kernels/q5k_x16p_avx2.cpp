@@ -9,7 +9,7 @@
 // 1 of each dword) and 2 (bytes 2, 3): their vpmaddubsw products, added as int16, give each row's
 // lane-L sums of both sub-blocks in one dword, and one vpmaddwd by the pair (scale_0, scale_2)
 // yields lane L's contribution: 4 vpmaddwd per lane block instead of 8 (the activations are
-// permuted to match once per call). One vpsllw / vpsrlw of unit 0 puts unit u's two fifth bits
+// permuted to match, once per matmul). One vpsllw / vpsrlw of unit 0 puts unit u's two fifth bits
 // at bits 4 and 5; the low nibble decodes as q (| bit 4), the high as 2q (>> 3 & 0x1E | bit 5)
 // with the low nibbles' scales doubled instead, so every lane is twice its value (all terms
 // even: one vpsrad is exact). int16 bounds: low sums 2 * 2 * 31 * 128 = 15872, high 2 * 2 * 62 *
@@ -18,7 +18,8 @@
 // Why a repacked AVX2 kernel: the plain-layout 4-row kernel (kquant_rowdot.h) needs ~7 ns per row
 // and super-block, about the time its 176 bytes take to arrive from DRAM (72-76 % of the
 // read-sum); here the scales, mins and d of 8 rows decode in one vector pass, half the scale
-// multiplies go, and a group is one sequential stream.
+// multiplies go, and a group is one sequential stream: ~5.8 ns in cache (rows-bench --hot), 90-93 %
+// of the read-sum from DRAM (kernel-bench matvec, session 14, docs/BENCHMARKS.md).
 #include <immintrin.h>
 
 #include <cstddef>
@@ -41,7 +42,7 @@ constexpr size_t kUnit = 64, kScales = 64, kQuants = 256, kLBlock = 5 * kUnit;
 constexpr size_t kHalf = 32;           // bytes of 8 rows in a unit
 constexpr size_t kPrefetchBlocks = 2;  // 1: 72-80 %, 3 and 4: no better (kernel-bench matvec)
 constexpr size_t kActBlock = 256;      // permuted activation bytes per super-block
-constexpr int kMaxTokens = 4;          // tokens per pass over a decoded lane block
+constexpr int kMaxTokens = 4;          // tokens per pass over a decoded lane block (not tuned)
 static_assert(kGroupBlock == kRows * sizeof(BlockQ5K) && kQuants + 8 * kLBlock == kGroupBlock);
 
 inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
