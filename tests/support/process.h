@@ -116,6 +116,11 @@ class Process {
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
         status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        // The reader thread may still hold the child's last output (a loaded machine made a test
+        // read an empty output after a clean exit): output() is complete once it reached EOF.
+        // Bounded, in case a grandchild still holds the pipe open.
+        std::unique_lock lock(mutex_);
+        grew_.wait_for(lock, std::chrono::seconds(10), [&] { return eof_; });
         return status_;
       }
       if (std::chrono::steady_clock::now() >= end) return -1;
