@@ -32,4 +32,19 @@ class MatmulScope {
   uint64_t saved_;
 };
 
+// What a gemm prepared from its activations last: within one matmul (current_matmul) the driver
+// calls it once per row chunk with the same activations, and the prepared form can be reused.
+class PreparedActivations {
+ public:
+  // True if (a, a_stride, n_tok, nb) are the activations of the last call in the same matmul
+  // (reuse what was prepared); otherwise records them as the ones about to be prepared.
+  bool same_as_last(const void* a, size_t a_stride, int64_t n_tok, int64_t nb);
+
+ private:
+  uint64_t matmul_ = 0;  // 0: nothing to reuse
+  const void* a_ = nullptr;
+  size_t a_stride_ = 0;
+  int64_t n_tok_ = 0, nb_ = 0;
+};
+
 }  // namespace baton::kernels::detail

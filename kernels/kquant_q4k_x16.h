@@ -237,9 +237,7 @@ struct PackedPass {
 class PassPacker {
  public:
   void pack(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb) {
-    const uint64_t matmul = detail::current_matmul();
-    if (matmul != 0 && matmul == matmul_ && a == a_ && a_stride == a_stride_ && n_tok == n_tok_ && nb == nb_) return;
-    matmul_ = matmul, a_ = a, a_stride_ = a_stride, n_tok_ = n_tok, nb_ = nb;
+    if (packed_.same_as_last(a, a_stride, n_tok, nb)) return;
     const auto passes = static_cast<size_t>((n_tok + kTokensPerPass - 1) / kTokensPerPass);
     const size_t blocks = passes * static_cast<size_t>(nb);
     qs_.resize(blocks * kPackedQs);
@@ -265,11 +263,7 @@ class PassPacker {
   std::vector<uint8_t> qs_;
   std::vector<float> d_;
   std::vector<uint32_t> sp_;
-  // What the arrays hold: the activations packed last, in matmul_ (0: none to reuse).
-  uint64_t matmul_ = 0;
-  const uint8_t* a_ = nullptr;
-  size_t a_stride_ = 0;
-  int64_t n_tok_ = 0, nb_ = 0;
+  detail::PreparedActivations packed_;  // what the arrays hold
 };
 
 // One 16-row group x T tokens: each weight unit is loaded and unpacked once per super-block and

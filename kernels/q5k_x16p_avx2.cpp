@@ -209,16 +209,12 @@ struct TokenInputs {
   const uint32_t* sp_of(int64_t t) const { return sp + static_cast<size_t>(t * nb) * kBsumPairsPerBlock; }
 };
 
-// Prepares the TokenInputs of activation rows. The driver calls the gemm once per row chunk of a
-// matmul with the same activations: what was prepared for this matmul is kept
-// (detail::current_matmul), as kquant_q4k_x16.h's PassPacker does.
+// Prepares the TokenInputs of activation rows, reused across the row chunks of one matmul
+// (detail::PreparedActivations).
 class InputPreparer {
  public:
   TokenInputs prepare(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb) {
-    const uint64_t matmul = detail::current_matmul();
-    const bool same_inputs = a == a_ && a_stride == a_stride_ && n_tok == n_tok_ && nb == nb_;
-    if (matmul == 0 || matmul != matmul_ || !same_inputs) {
-      matmul_ = matmul, a_ = a, a_stride_ = a_stride, n_tok_ = n_tok, nb_ = nb;
+    if (!prepared_.same_as_last(a, a_stride, n_tok, nb)) {
       const auto blocks = static_cast<size_t>(n_tok * nb);
       act_.resize(blocks * kActBlock);
       da_.resize(blocks);
@@ -235,10 +231,7 @@ class InputPreparer {
   }
 
  private:
-  uint64_t matmul_ = 0;
-  const uint8_t* a_ = nullptr;
-  size_t a_stride_ = 0;
-  int64_t n_tok_ = 0, nb_ = 0;
+  detail::PreparedActivations prepared_;  // what the arrays hold
   std::vector<uint8_t> act_;
   std::vector<float> da_;
   std::vector<uint32_t> sp_;

@@ -39,22 +39,18 @@ constexpr TypeOps with_x16(TypeOps ops, GemmFn gemm_repacked, GemmFn gemm_groupe
   return ops;
 }
 
-// Q5_K with its 16-row load-time layout (kquant_q5k_x16.h), AVX-512.
-constexpr TypeOps with_q5k_x16(TypeOps ops, GemmFn gemm_repacked) {
+// Q5_K with a 16-row load-time layout: x16 (kquant_q5k_x16.h) on AVX-512, x16p
+// (q5k_x16p_avx2.cpp) on AVX2.
+constexpr TypeOps with_q5k_layout(TypeOps ops, void (*repack)(const void*, void*, int64_t, int64_t),
+                                  void (*unrepack)(const void*, void*, int64_t, int64_t), GemmFn gemm_repacked) {
   ops.repack_rows = 16;
-  ops.repack = scalar::repack_q5_k_x16;
-  ops.unrepack = scalar::unrepack_q5_k_x16;
+  ops.repack = repack;
+  ops.unrepack = unrepack;
   ops.gemm_repacked = gemm_repacked;
   return ops;
 }
-
-// Q5_K with the AVX2 variant of that layout (q5k_x16p_avx2.cpp).
-constexpr TypeOps with_q5k_x16p(TypeOps ops) {
-  ops.repack_rows = 16;
-  ops.repack = scalar::repack_q5_k_x16p;
-  ops.unrepack = scalar::unrepack_q5_k_x16p;
-  ops.gemm_repacked = avx2::gemm_q5_k_x16p;
-  return ops;
+constexpr TypeOps with_q5k_x16(TypeOps ops, GemmFn gemm_repacked) {
+  return with_q5k_layout(ops, scalar::repack_q5_k_x16, scalar::unrepack_q5_k_x16, gemm_repacked);
 }
 
 constexpr TypeOps kAvx2[] = {
@@ -62,7 +58,8 @@ constexpr TypeOps kAvx2[] = {
     weight_ops(GgmlType::kQ3_K, avx2::dequantize_q3_k, scalar::quantize_q3_k_ref, avx2::gemm_q3_k_lanes),
     with_grouped(weight_ops(GgmlType::kQ4_K, avx2::dequantize_q4_k, scalar::quantize_q4_k_ref, avx2::gemm_q4_k),
                  avx2::gemm_q4_k_grouped),
-    with_q5k_x16p(weight_ops(GgmlType::kQ5_K, avx2::dequantize_q5_k, scalar::quantize_q5_k_ref, avx2::gemm_q5_k)),
+    with_q5k_layout(weight_ops(GgmlType::kQ5_K, avx2::dequantize_q5_k, scalar::quantize_q5_k_ref, avx2::gemm_q5_k),
+                    scalar::repack_q5_k_x16p, scalar::unrepack_q5_k_x16p, avx2::gemm_q5_k_x16p),
     weight_ops(GgmlType::kQ6_K, avx2::dequantize_q6_k, scalar::quantize_q6_k_ref, avx2::gemm_q6_k_lanes),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx2::quantize_q8_k, nullptr},
 };
