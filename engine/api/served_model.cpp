@@ -18,8 +18,8 @@
 namespace baton::api {
 
 // With `nodes: auto`: re-plans the cluster when its membership changes. While requests run, a
-// lost planned node fails their next pass and the scheduler's repair (repair() below) re-plans
-// and has them rebuilt; while idle, this thread re-plans on the scheduler's thread
+// lost planned node fails their next pass and the scheduler's repair (DynamicCluster::recover)
+// re-plans and has them rebuilt; while idle, this thread re-plans on the scheduler's thread
 // (Scheduler::run_exclusive) after a node was lost or joined. While no plan fits, new requests
 // get 503 with the reason.
 class Replanner {
@@ -35,16 +35,12 @@ class Replanner {
     thread_.join();
   }
 
-  // The scheduler's repair after a failed forward pass (on the scheduler thread).
-  static bool repair(registry::DynamicCluster& cluster, serving::Scheduler& scheduler, const std::string& error) {
-    try {
-      const bool repaired = cluster.recover(error);
-      if (repaired) scheduler.set_unavailable("");
-      return repaired;
-    } catch (const std::exception& e) {
-      scheduler.set_unavailable(fmt::format("the cluster cannot serve: {}", e.what()));
-      throw;
-    }
+  // Requests are refused exactly while the cluster says it cannot serve: the cluster tells the
+  // scheduler before /health shows it (DynamicCluster::set_servable_listener).
+  static void refuse_while_unservable(registry::DynamicCluster& cluster, serving::Scheduler& scheduler) {
+    cluster.set_servable_listener([&scheduler](const std::string& refusal) {
+      scheduler.set_unavailable(refusal.empty() ? std::string() : fmt::format("the cluster cannot serve: {}", refusal));
+    });
   }
 
  private:
@@ -57,15 +53,13 @@ class Replanner {
       const bool lost = cluster_.lost_planned_node();
       if (!lost && seen == settled) continue;  // e.g. a node the planner leaves out on purpose
       // Only while idle: running requests meet a lost node in their next pass and are repaired
-      // there (Replanner::repair), and a join must not pause them.
+      // there (DynamicCluster::recover), and a join must not pause them.
       const auto stats = scheduler_.stats();
       if (stats.active > 0 || stats.queued > 0) continue;
       try {
         const bool changed = scheduler_.run_exclusive([this] { return cluster_.replan(); });
-        scheduler_.set_unavailable("");
         if (!changed) settled = seen;
-      } catch (const std::exception& e) {
-        if (cluster_.lost_planned_node()) scheduler_.set_unavailable(fmt::format("the cluster cannot serve: {}", e.what()));
+      } catch (const std::exception&) {
         stopped(1000ms);  // retried after a pause (and at once on the next registry change)
       }
     }
@@ -205,8 +199,8 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
     s->parts_->guard = std::make_unique<GuardedLayers>(dyn.layers());
     auto& sched = *(s->scheduler_ = std::make_unique<serving::Scheduler>(dyn.head(), *s->parts_->guard,
                                                                          dyn.tokenizer(), options.scheduler));
-    sched.set_runner_repair(
-        [&dyn, &sched](const std::string& error) { return Replanner::repair(dyn, sched, error); });
+    Replanner::refuse_while_unservable(dyn, sched);
+    sched.set_runner_repair([&dyn](const std::string& error) { return dyn.recover(error); });
     s->parts_->replanner = std::make_unique<Replanner>(dyn, sched);
     s->view_ = &dyn;
     return s;

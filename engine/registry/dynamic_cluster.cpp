@@ -241,7 +241,9 @@ void DynamicCluster::load(const std::vector<PlannedNode>& plan) {
   } catch (const std::exception& e) {
     for (const auto& p : plan) registry_->set_state(p.record.node_id, NodeState::kOnline, "load rolled back");
     spdlog::error("registry event=load-rolled-back reason=\"{}\"", e.what());
-    set_replan_error(fmt::format("loading the plan failed: {}", e.what()));
+    const std::string why = fmt::format("loading the plan failed: {}", e.what());
+    tell_servable(why);  // nothing is loaded now
+    set_replan_error(why);
     throw;
   }
   {
@@ -253,7 +255,12 @@ void DynamicCluster::load(const std::vector<PlannedNode>& plan) {
   SavedPlan saved{footprint_.model_identity, footprint_.n_ctx, footprint_.max_sequences, {}};
   for (const auto& p : plan) saved.ranges.push_back({p.record.node_id, p.first, p.last});
   registry_->set_plan(saved);
+  tell_servable("");  // before snapshot() can say ready
   loaded_ = true;
+}
+
+void DynamicCluster::tell_servable(const std::string& refusal) const {
+  if (servable_listener_) servable_listener_(refusal);
 }
 
 bool DynamicCluster::untracked(const std::string& node_id) const {
@@ -324,14 +331,15 @@ bool DynamicCluster::replan() {
     next = plan_over(records);
   } catch (const std::exception& e) {
     const std::string why = fmt::format("re-planning over the {} usable online node(s) failed: {}", records.size(), e.what());
+    const std::string refusal = gone.empty() ? why : fmt::format("{}; {}", fmt::join(gone, "; "), why);
+    if (lost) tell_servable(refusal);  // before snapshot() shows replan_error_
     std::string previous;
     {
       std::lock_guard lock(plan_mutex_);
       previous = std::exchange(replan_error_, why);
     }
     if (previous != why) spdlog::error("registry event=re-plan-failed reason=\"{}\"", why);
-    if (gone.empty()) fail("{}", why);
-    fail("{}; {}", fmt::join(gone, "; "), why);
+    fail("{}", refusal);
   }
   auto same = [&] {
     if (next.size() != current.size()) return false;
@@ -342,6 +350,7 @@ bool DynamicCluster::replan() {
     return true;
   };
   if (same() && !lost) {
+    tell_servable("");
     set_replan_error("");
     return false;
   }

@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -107,6 +108,12 @@ class DynamicCluster : public api::ClusterView {
 
   api::ClusterViewSnapshot snapshot() const override;
 
+  // Told why requests must be refused now (empty: they may be served again), always before
+  // snapshot() shows the change, so a client that saw /health never gets a different answer
+  // from its next request. Set once, before the first replan()/recover().
+  using ServableListener = std::function<void(const std::string& refusal)>;
+  void set_servable_listener(ServableListener listener) { servable_listener_ = std::move(listener); }
+
  private:
   // Forwards to the current pipeline's RemoteLayers (see layers()).
   class Runner : public LayerRunner {
@@ -133,6 +140,7 @@ class DynamicCluster : public api::ClusterView {
   // failed forward pass, like a static cluster's node).
   bool untracked(const std::string& node_id) const;
   void set_replan_error(const std::string& error);
+  void tell_servable(const std::string& refusal) const;
   std::vector<PlannedNode> saved_plan_if_complete(const std::vector<NodeEntry>& online) const;
   void load(const std::vector<PlannedNode>& plan);
   void watch_backend();
@@ -166,6 +174,7 @@ class DynamicCluster : public api::ClusterView {
   std::atomic<bool> loaded_{false};
   bool readopted_ = false;
   double serve_ms_ = 0;
+  ServableListener servable_listener_;
 };
 
 }  // namespace baton::registry
