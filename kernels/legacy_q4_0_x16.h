@@ -91,44 +91,62 @@ void q4_0_x16_group(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_str
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 #else
-// One group (16 rows) x T tokens as two 8-row halves; acc[h][t] lane j = row 8h + j.
+// One group (16 rows) x T tokens as two 8-row halves; acc[h][t] lane j = row 8h + j. The chunk
+// loop is outermost with both halves inside it: each activation broadcast is loaded once per
+// block and, with T <= 2, everything stays in the 16 ymm registers (half-outer spilled the
+// accumulators and broadcasts to the stack).
 template <bool kVnni, int T>
 void q4_0_x16_group(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, const Q4Act* info, float* out,
                     size_t out_stride) {
   static_assert(!kVnni, "the AVX2 build has no VNNI variant");
+  static_assert(T <= 2, "register budget: T <= 2 (kQ4Toks)");
   const __m256i m15 = _mm256_set1_epi8(15);
   __m256 acc[2][T];
-#pragma GCC unroll 8
+#pragma GCC unroll 2
   for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* db = g + i * 288;
     const uint8_t* qb = db + 32;
+    __m256i p[2][T];
 #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      __m256i lo[4], hi[4];
+    for (int t = 0; t < T; ++t) p[0][t] = p[1][t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
-      for (int c = 0; c < 4; ++c) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + 64 * c + 32 * h));
-        lo[c] = _mm256_and_si256(v, m15);
-        hi[c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m15);
-      }
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(db + 16 * h)));
-#pragma GCC unroll 8
+    for (int c = 0; c < 4; ++c) {
+      __m256i alo[T], ahi[T];
+#pragma GCC unroll 2
       for (int t = 0; t < T; ++t) {
         const uint8_t* aq = a + t * a_stride + i * sizeof(BlockQ8_0) + 2;
-        const Q4Act& ai = info[t * nb + i];
-        __m256i p = _mm256_setzero_si256();
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(lo[c], _mm256_set1_epi32(load_i32(aq + 4 * c))));
-          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(hi[c], _mm256_set1_epi32(load_i32(aq + 16 + 4 * c))));
+        alo[t] = _mm256_set1_epi32(load_i32(aq + 4 * c));
+        ahi[t] = _mm256_set1_epi32(load_i32(aq + 16 + 4 * c));
+      }
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + 64 * c + 32 * h));
+        const __m256i lo = _mm256_and_si256(v, m15);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m15);
+#pragma GCC unroll 2
+        for (int t = 0; t < T; ++t) {
+          p[h][t] = _mm256_add_epi16(p[h][t], _mm256_maddubs_epi16(lo, alo[t]));
+          p[h][t] = _mm256_add_epi16(p[h][t], _mm256_maddubs_epi16(hi, ahi[t]));
+          // Keeps the sum a chain: reassociated into a tree, all 16 products were live at once
+          // and the accumulators spilled.
+          __asm__("" : "+x"(p[h][t]));
         }
-        const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)), _mm256_set1_epi32(ai.bias));
+      }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(db + 16 * h)));
+#pragma GCC unroll 2
+      for (int t = 0; t < T; ++t) {
+        const Q4Act& ai = info[t * nb + i];
+        const __m256i sum =
+            _mm256_add_epi32(_mm256_madd_epi16(p[h][t], _mm256_set1_epi16(1)), _mm256_set1_epi32(ai.bias));
         acc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(ai.d)), acc[h][t]);
       }
     }
   }
-#pragma GCC unroll 8
+#pragma GCC unroll 2
   for (int t = 0; t < T; ++t) {
     _mm256_storeu_ps(out + t * out_stride, acc[0][t]);
     _mm256_storeu_ps(out + t * out_stride + 8, acc[1][t]);
