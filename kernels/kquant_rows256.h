@@ -28,6 +28,20 @@ inline __m256i reduce8(const __m256i v[8]) {
   return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
+// out[p] lane i = lanes 2p and 2p + 1 of v[i] added, for 8 vectors: the per-64-element sums of
+// 8 outputs, lane i = output i, with 16 vector ops instead of 32 scalar adds (and their stores).
+inline void pair_sums_by_output(const __m256i v[8], __m256i out[4]) {
+  __m256i s[4];
+  for (int j = 0; j < 4; ++j)  // [v2j p0, v2j+1 p0, v2j p1, v2j+1 p1 | the same for p2, p3]
+    s[j] = _mm256_shuffle_epi32(_mm256_hadd_epi32(v[2 * j], v[2 * j + 1]), _MM_SHUFFLE(3, 1, 2, 0));
+  const __m256i lo03 = _mm256_unpacklo_epi64(s[0], s[1]), hi03 = _mm256_unpackhi_epi64(s[0], s[1]);
+  const __m256i lo47 = _mm256_unpacklo_epi64(s[2], s[3]), hi47 = _mm256_unpackhi_epi64(s[2], s[3]);
+  out[0] = _mm256_permute2x128_si256(lo03, lo47, 0x20);
+  out[1] = _mm256_permute2x128_si256(hi03, hi47, 0x20);
+  out[2] = _mm256_permute2x128_si256(lo03, lo47, 0x31);
+  out[3] = _mm256_permute2x128_si256(hi03, hi47, 0x31);
+}
+
 // The int16 scale of each vpmaddubsw pair of 32-element chunk c: sc[2c] for the low 16 bytes,
 // sc[2c + 1] for the high 16.
 inline __m256i chunk_scales256(const Unpacked& u, int c) {
@@ -116,15 +130,13 @@ void gemm_tile256(int64_t nb, const uint8_t* const* w, size_t w_stride, const ui
     __m256i sum[R * T];
     if constexpr (O == Order::kGrouped) {
       // Per 64 elements: sumi over chunks 2p, 2p + 1 and summ over corr lanes 2p, 2p + 1.
-      alignas(32) int32_t m32[R * T][8];
-      for (int i = 0; i < R * T; ++i) store32(m32[i], corr[i]);
+      __m256i mp[4];
+      pair_sums_by_output(corr, mp);
       const __m256 dd = _mm256_mul_ps(_mm256_load_ps(dw), vda), dmm = _mm256_mul_ps(_mm256_load_ps(dm), vda);
       for (int p = 0; p < 4; ++p) {
         chunk_sums(2 * p, 2 * p + 2, sum);
-        alignas(32) int32_t mp[8];
-        for (int i = 0; i < R * T; ++i) mp[i] = m32[i][2 * p] + m32[i][2 * p + 1];
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(sum)), dd, acc);
-        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(mp))), dmm, accm);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mp[p]), dmm, accm);
       }
       continue;
     }
