@@ -10,6 +10,7 @@
 
 #include "kernels/blocks_k.h"
 #include "kernels/kquant_kernels.h"
+#include "kernels/kquant_q4k_tok8.h"
 #include "kernels/kquant_rowdot.h"
 #include "kernels/kquant_rows256.h"
 #include "kernels/kquant_unpack.h"
