@@ -16,6 +16,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -85,8 +86,8 @@ struct Act {
 
 // Generic tile, R rows x T tokens, every (row, token) pair its own sequence of the contract:
 // tinyBLAS lanes (acc_i = fma(d_w * d_a, lane_i, acc_i), hsum8) or, for kChain formats, the
-// scalar chain (used by Q4_0 only for tail rows < 8). d_w * d_a is formed as a vector product
-// of two broadcasts: per lane the same float product as the scalar reference.
+// scalar chain (used by Q4_0 only for tail rows < 8). d_w * d_a: per lane the same float product
+// as the scalar reference (scale_products for batches, two broadcasts for one token).
 // The int32 lanes are exact: Σ u a - kOffset Σ a (bias, once per token and block, folded into
 // dpbusd's accumulator with VNNI) or, in the sign form, Σ |q| sign(a, q). Q8_0 uses the sign
 // form for decode and without VNNI, the offset form for VNNI batches; both are exact for
@@ -94,6 +95,41 @@ struct Act {
 // No software prefetch: the T0 prefetch 256 bytes ahead that one-token tiles had until session 10
 // cost Q8_0 matvec 5-10 % on the Zen 5 VM (4096x4096, 1 thread: ~800-900 vs ~880-980 us, 3
 // alternated runs; Q4_1/Q5_0/Q5_1 within noise); the hardware prefetchers follow the R row streams.
+// The R * T products d_w * d_a of block i (dd[r * T + t]; R + T <= 8): the T + R f16 scales
+// gathered by integer loads into one vector, converted by one vcvtph2ps, multiplied pairwise after
+// two vpermps; the same float products as one scalar multiply each. Per block this costs ~5 vector
+// instructions instead of 2 (R + T) conversions and R * T broadcasts and multiplies, which took
+// ~40 % of the AVX2 Q8_0 prefill tile's vector instructions (the fma then takes a broadcast load).
+template <int R, int T>
+inline void scale_products(const uint8_t* w_d, size_t w_stride, const uint8_t* a_d, size_t a_stride, float* dd) {
+  static_assert(R + T <= 8);
+  uint64_t half[2] = {0, 0};  // f16 lanes [a_0 .. a_{T-1}, w_0 .. w_{R-1}]
+  for (int k = 0; k < T + R; ++k) {
+    uint16_t h;
+    __builtin_memcpy(&h, k < T ? a_d + k * a_stride : w_d + (k - T) * w_stride, 2);
+    half[k / 4] |= uint64_t{h} << (16 * (k % 4));
+  }
+  const __m256 f = _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(half[1]), static_cast<long long>(half[0])));
+  constexpr int kVecs = (R * T + 7) / 8;
+  for (int v = 0; v < kVecs; ++v) {
+    alignas(32) int32_t iw[8], ia[8];
+    for (int j = 0; j < 8; ++j) {
+      const int k = std::min(8 * v + j, R * T - 1);
+      iw[j] = T + k / T;
+      ia[j] = k % T;
+    }
+    const __m256 p = _mm256_mul_ps(_mm256_permutevar8x32_ps(f, _mm256_load_si256(reinterpret_cast<const __m256i*>(iw))),
+                                   _mm256_permutevar8x32_ps(f, _mm256_load_si256(reinterpret_cast<const __m256i*>(ia))));
+    if (8 * v + 8 <= R * T) {
+      _mm256_storeu_ps(dd + 8 * v, p);
+    } else {
+      alignas(32) float rest[8];
+      _mm256_store_ps(rest, p);
+      for (int j = 0; j < R * T - 8 * v; ++j) dd[8 * v + j] = rest[j];
+    }
+  }
+}
+
 template <class F, bool kVnni, int R, int T>
 void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, float* out,
           size_t out_stride) {
@@ -112,16 +148,24 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
       summs[r][t] = 0.0f;
       chain[r][t] = 0.0f;
     }
+  // Batches take the scale products from scale_products; one-token tiles (decode, memory bound)
+  // keep two broadcasts and a multiply per output, which measured no slower there.
+  constexpr bool kVecScales = !F::kChain && T > 1;
+  alignas(32) float dd[R * T];
   for (int64_t i = 0; i < nb; ++i) {
     __m256i aq[T], bias[T];
-    __m256 adv[T];
     float ad[T], as[T];
+    if constexpr (kVecScales) {
+      scale_products<R, T>(w + i * kWB, w_stride, a + i * A::kBytes, a_stride, dd);
+      // dd is read back by broadcast loads (load pipes); without this g++ forwards the stores
+      // through register shuffles.
+      asm volatile("" : : "r"(dd) : "memory");
+    }
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const uint8_t* ab = a + t * a_stride + i * A::kBytes;
       aq[t] = load32(ab + A::kQs);
-      ad[t] = half_to_float(ab);
-      adv[t] = _mm256_set1_ps(ad[t]);
+      ad[t] = kVecScales ? 0.0f : half_to_float(ab);
       as[t] = F::kMin ? half_to_float(ab + 2) : 0.0f;
       if constexpr (kBias)
         bias[t] = _mm256_sub_epi32(_mm256_setzero_si256(),
@@ -137,9 +181,8 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
       } else {
         u = F::unsigned_q(wb);
       }
-      const float d = half_to_float(wb);
+      const float d = kVecScales ? 0.0f : half_to_float(wb);
       const float m = F::kMin ? half_to_float(wb + 2) : 0.0f;
-      const __m256 dw = _mm256_set1_ps(d);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         __m256i l;
@@ -155,7 +198,8 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
         if constexpr (F::kChain) {
           chain[r][t] = std::fma(hsum_i32(l), d * ad[t], chain[r][t]);
         } else {
-          acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, adv[t]), _mm256_cvtepi32_ps(l), acc[r][t]);
+          const __m256 dwa = kVecScales ? _mm256_broadcast_ss(dd + r * T + t) : _mm256_mul_ps(_mm256_set1_ps(d), _mm256_set1_ps(ad[t]));
+          acc[r][t] = _mm256_fmadd_ps(dwa, _mm256_cvtepi32_ps(l), acc[r][t]);
           if constexpr (F::kMin) summs[r][t] = summs[r][t] + m * as[t];
         }
       }
