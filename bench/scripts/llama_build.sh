@@ -128,6 +128,21 @@ llama_build_source() {  # $@ = bench rpc server
   LLAMA_SERVER=$LLAMA_BUILD/bin/llama-server
 }
 
+# prebuilt mode: a directory whose llama-bench sees one CPU backend variant of the prebuilt libraries
+# only (GGML_BACKEND_DL loads the best-scoring libggml-cpu-*.so next to the executable), e.g.
+# `llama_cpu_variant haswell`: llama.cpp's AVX2 (+FMA, F16C) build, to compare with BATON_ISA=avx2.
+# Run after `llama_build bench`; sets LLAMA_BENCH_VARIANT to its llama-bench.
+llama_cpu_variant() {
+  local v=${1:?variant, e.g. haswell} src=$LLAMA_BUILD/prebuilt d=$LLAMA_BUILD/prebuilt-$1 f
+  [ -f "$src/libggml-cpu-$v.so" ] && [ -x "$src/llama-bench" ] ||
+    { llama_fail "no $src/libggml-cpu-$v.so or llama-bench (LLAMA_LIBS=prebuilt llama_build bench first)"; return; }
+  mkdir -p "$d" && cp -f "$src/llama-bench" "$d/" || return
+  for f in "$src"/lib*.so; do
+    case $(basename "$f") in libggml-cpu-*) ;; *) ln -sf "$f" "$d/" || return;; esac
+  done
+  ln -sf "$src/libggml-cpu-$v.so" "$d/" && LLAMA_BENCH_VARIANT=$d/llama-bench
+}
+
 llama_build() {  # $@ = any of bench rpc server
   local w
   llama_sources || return
