@@ -1,4 +1,4 @@
-// rows-bench: the K-quant gemm with n_tok single rows (each token the only row of its sequence,
+// rows-bench: the quantized gemm (K-quants; Q4_0 and Q8_0 on the gate/up shape) with n_tok single rows (each token the only row of its sequence,
 // RowOrder::kSingle: the decode rows of a continuous batch) on one thread, per TinyLlama-1.1B
 // Q4_K_M weight shape. Prints the minimum thread CPU time of one call per n_tok and its cost per
 // token relative to n_tok = 1 (CPU time: less sensitive to a shared machine than wall time).
@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
       {"q/o 2048x2048", GgmlType::kQ4_K, 2048, 2048},  {"gate/up 5632x2048", GgmlType::kQ4_K, 5632, 2048},
       {"down 2048x5632 Q4_K", GgmlType::kQ4_K, 2048, 5632}, {"down 2048x5632 Q6_K", GgmlType::kQ6_K, 2048, 5632},
       {"output 32000x2048 Q6_K", GgmlType::kQ6_K, 32000, 2048}, {"gate/up 5632x2048 Q5_K", GgmlType::kQ5_K, 5632, 2048},
+      {"gate/up 5632x2048 Q4_0", GgmlType::kQ4_0, 5632, 2048},  {"gate/up 5632x2048 Q8_0", GgmlType::kQ8_0, 5632, 2048},
   };
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
     const kernels::GemmFn gemm =
         grouped ? w_ops->gemm_grouped : w_ops->gemm_single ? w_ops->gemm_single : w_ops->gemm;
     // Weights in their load-time 16-row layout where this ISA's table has one (what the engine
-    // multiplies): Q4_K / Q5_K on AVX-512, Q5_K on AVX2.
+    // multiplies): Q4_K / Q5_K on AVX-512, Q4_0 and Q5_K on both.
     if (w_ops->has_repacked_layout() && (!grouped || w_ops->gemm_grouped_repacked)) {
       const size_t x16_bytes = (w_bytes * n_copies + (size_t{2} << 20)) & ~((size_t{2} << 20) - 1);
       // On 2 MiB pages, as the engine's WeightArena holds them.
