@@ -85,12 +85,6 @@ inline void tok8_prepare(const uint8_t* const* a, int64_t nb, Tok8Block* out) {
   }
 }
 
-inline int32_t load_dword(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // Row u[0..nb) against one token group: res lane t = the row's result for token t.
 template <bool kGrouped>
 inline __m256 q4k_row_tok8(int64_t nb, const Unpacked* u, const Tok8Block* act) {
@@ -107,7 +101,7 @@ inline __m256 q4k_row_tok8(int64_t nb, const Unpacked* u, const Tok8Block* act) 
         __m256i s16 = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int q = 0; q < 8; ++q) {
-          const __m256i wq = _mm256_set1_epi32(load_dword(w.q + 32 * j + 4 * q));
+          const __m256i wq = _mm256_set1_epi32(load_i32(w.q + 32 * j + 4 * q));
           s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq, _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q[8 * j + q]))));
           __asm__("" : "+x"(s16));  // a chain: reassociated, all 8 products were live at once
         }

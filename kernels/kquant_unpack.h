@@ -41,6 +41,11 @@ inline float f16_at(const uint8_t* p) {
 
 inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 inline void store32(void* p, __m256i v) { _mm256_store_si256(reinterpret_cast<__m256i*>(p), v); }
+inline int32_t load_i32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
 
 // 0x10 (or `bit_value`) in every byte whose `mask` bit is set in `bits`.
 inline __m256i bit_to_byte(__m256i bits, uint8_t mask, uint8_t bit_value) {
