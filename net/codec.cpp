@@ -79,7 +79,8 @@ class Encoder {
   Out operator()(const Forward& m) {
     auto tokens = token_vector(m.tokens);
     auto hidden = tensor(m.hidden);
-    return {w::Message_Forward, w::CreateForward(fbb_, m.micro_batch_id, tokens, hidden).Union()};
+    auto hints = m.row_hints.empty() ? 0 : fbb_.CreateVector(m.row_hints);
+    return {w::Message_Forward, w::CreateForward(fbb_, m.micro_batch_id, tokens, hidden, hints).Union()};
   }
   Out operator()(const Hidden& m) {
     auto tokens = token_vector(m.tokens);
@@ -299,8 +300,11 @@ Result<Message> convert(const w::Header* header) {
       if (auto p = too_many("Forward.tokens", m->tokens(), kMaxTokens)) return bad(*p);
       if (auto p = too_many("Forward.hidden.shape", m->hidden()->shape(), kMaxTensorRank))
         return bad(*p);
-      return Message(Forward{m->micro_batch_id(), read_tokens(m->tokens()),
-                             read_tensor(m->hidden())});
+      if (auto p = too_many("Forward.row_hints", m->row_hints(), kMaxTokens)) return bad(*p);
+      std::vector<uint8_t> hints;
+      if (m->row_hints()) hints.assign(m->row_hints()->begin(), m->row_hints()->end());
+      return Message(Forward{m->micro_batch_id(), read_tokens(m->tokens()), read_tensor(m->hidden()),
+                             std::move(hints)});
     }
     case w::Message_Hidden: {
       auto* m = header->message_as_Hidden();

@@ -159,7 +159,15 @@ struct Checker {
   }
   Problem operator()(const Commit&) const { return std::nullopt; }
   Problem operator()(const Rollback&) const { return std::nullopt; }
-  Problem operator()(const Forward& m) const { return check_batch("Forward", m, body_bytes); }
+  Problem operator()(const Forward& m) const {
+    if (auto p = check_batch("Forward", m, body_bytes)) return p;
+    if (!m.row_hints.empty() && m.row_hints.size() != m.tokens.size())
+      return fmt::format("Forward.row_hints: {} hints for {} tokens", m.row_hints.size(), m.tokens.size());
+    for (size_t i = 0; i < m.row_hints.size(); ++i)
+      if (m.row_hints[i] >= kMaxRowHint)
+        return fmt::format("Forward.row_hints[{}]: {} is not a row hint (< {})", i, m.row_hints[i], kMaxRowHint);
+    return std::nullopt;
+  }
   Problem operator()(const Hidden& m) const { return check_batch("Hidden", m, body_bytes); }
   Problem operator()(const ResetSequence& m) const {
     return check_count("ResetSequence.seq_ids", m.seq_ids.size(), kMaxListItems);

@@ -16,8 +16,9 @@ namespace baton::net {
 
 // Bumped when an old peer could misread a new frame; peers with different versions refuse
 // each other in the handshake, naming both versions. 2: ClockPing/ClockPong, and the
-// pipeline's timing trailer with send timestamps and per-hop times.
-inline constexpr uint32_t kProtocolVersion = 2;
+// pipeline's timing trailer with send timestamps and per-hop times. 3: Forward.row_hints (an
+// older worker would ignore them and compute a pipelined prompt's rows with other numerics).
+inline constexpr uint32_t kProtocolVersion = 3;
 
 enum class Role : uint8_t { kUnknown = 0, kCoordinator = 1, kWorker = 2, kClient = 3 };
 enum class AuthMode : uint8_t { kHmacSha256 = 0, kInsecure = 1 };
@@ -133,13 +134,16 @@ struct Rollback {
   bool operator==(const Rollback&) const = default;
 };
 
-// hidden: [tokens.size(), n_embd] in the body.
+// hidden: [tokens.size(), n_embd] in the body. row_hints: empty, or one byte per token below
+// kMaxRowHint, opaque to net/ (the engine's per-row numerics choice; engine/model/row_hint.h).
 struct Forward {
   uint64_t micro_batch_id = 0;
   std::vector<TokenInfo> tokens;
   TensorRef hidden;
+  std::vector<uint8_t> row_hints;
   bool operator==(const Forward&) const = default;
 };
+inline constexpr uint8_t kMaxRowHint = 8;
 
 // Last stage -> coordinator: only the output tokens; hidden: [tokens.size(), n_embd].
 struct Hidden {

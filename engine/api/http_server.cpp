@@ -78,6 +78,17 @@ httplib::Server::Handler guarded(F f) {
   };
 }
 
+// The prompt cache's KV bytes per node: every entry's positions on each node's layers (F16 K
+// and V rows); one "local" node in local mode.
+void write_prompt_cache_bytes(MetricsWriter& w, const ServedModel& model, uint64_t positions) {
+  const double per_layer = static_cast<double>(positions) * 2.0 * 2.0 * static_cast<double>(model.info().kv_dim);
+  w.family("baton_prompt_cache_bytes", "gauge", "KV bytes each node holds for cached prompt prefixes.");
+  const auto plan = model.plan();
+  if (plan.empty()) w.sample("baton_prompt_cache_bytes", per_layer * static_cast<double>(model.info().n_layer), {{"node", "local"}});
+  for (const auto& p : plan)
+    w.sample("baton_prompt_cache_bytes", per_layer * static_cast<double>(p.last - p.first), {{"node", p.id}});
+}
+
 // The pipeline's families: the coordinator's own measurements (every duration is a difference
 // of two readings of one machine's clock) and the workers' busy time from their Stats replies.
 void write_pipeline_metrics(MetricsWriter& w, const pipeline::ClusterMetrics& m,
@@ -243,6 +254,12 @@ void HttpServer::Impl::handle_metrics(httplib::Response& res) {
   counter("baton_generated_tokens_total", "Tokens generated.", static_cast<double>(s.generated_tokens));
   counter("baton_forward_passes_total", "Forward passes (micro-batches) run.", static_cast<double>(s.forward_passes));
   counter("baton_forward_seconds_total", "Wall time inside the layer runner.", s.forward_seconds);
+  counter("baton_prompt_cache_tokens_total", "Prompt tokens served from a cached prefix's KV (cache_prompt).",
+          static_cast<double>(s.cached_prompt_tokens));
+  counter("baton_prompt_cache_hits_total", "Requests that reused a cached prefix.", static_cast<double>(s.cache_hits));
+  gauge("baton_prompt_cache_entries", "Finished sequences whose KV is kept for reuse (on every stage).", s.cache_entries);
+  gauge("baton_prompt_cache_positions", "Positions those entries hold.", static_cast<double>(s.cache_positions));
+  write_prompt_cache_bytes(w, model, s.cache_positions);
 
   if (auto cm = model.cluster_metrics()) write_pipeline_metrics(w, *cm, model.stage_stats());
   res.status = 200;

@@ -300,6 +300,8 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
   e.stop = parse_stop(j);
   s.logit_bias = parse_logit_bias(j);
   e.ignore_eos = get_bool(j, "ignore_eos").value_or(false);
+  // llama-server's name: reuse the KV of a cached prompt prefix (bitwise the same result).
+  e.cache_prompt = get_bool(j, "cache_prompt").value_or(true);
 
   if (endpoint == Endpoint::kCompletions) {
     // Legacy completions: logprobs = N asks for the chosen token's and the top N.

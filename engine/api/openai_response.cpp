@@ -57,7 +57,8 @@ json ResponseBuilder::base(const char* object) const {
 json ResponseBuilder::usage(const serving::CompletionSummary& s) const {
   return json{{"prompt_tokens", s.prompt_tokens},
               {"completion_tokens", s.completion_tokens},
-              {"total_tokens", s.prompt_tokens + s.completion_tokens}};
+              {"total_tokens", s.prompt_tokens + s.completion_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}}};
 }
 
 json ResponseBuilder::completion_logprobs(const std::vector<serving::TokenEvent>& events, size_t text_offset) const {

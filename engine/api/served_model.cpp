@@ -133,6 +133,7 @@ ModelInfo describe_model(const gguf::GgufFile& file, const ModelConfig& config, 
   m.n_ctx = n_ctx;
   m.n_ctx_train = config.n_ctx_train;
   m.n_layer = config.n_layer;
+  m.kv_dim = config.kv_dim();
   m.n_vocab = config.n_vocab;
   m.arch = config.arch_name;
   return m;

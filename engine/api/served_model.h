@@ -30,6 +30,7 @@ struct ModelInfo {
   int64_t n_ctx_train = 0;
   uint64_t n_params = 0;     // elements of every tensor
   int64_t n_layer = 0;
+  int64_t kv_dim = 0;        // K (and V) values per position and layer
   int64_t n_vocab = 0;
   std::string arch;
 };

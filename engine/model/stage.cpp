@@ -26,6 +26,26 @@ void count_rows_per_sequence(const std::vector<uint64_t>& seq_ids, std::vector<i
 
 }  // namespace
 
+// Each row's matmul order and attention mode: the batch's hints (a coordinator's cut of a
+// prompt), or derived from how many rows of its sequence share the pass.
+void Stage::apply_row_hints(const TokenBatch& batch) {
+  const size_t n = batch.size();
+  tiled_.resize(n);
+  if (batch.hints.empty()) {
+    count_rows_per_sequence(batch.seq_ids, seq_rows_);
+    kernels::row_orders(batch.seq_ids, orders_);
+    for (size_t t = 0; t < n; ++t) tiled_[t] = seq_rows_[t] >= kernels::kAttentionTiledMinRows;
+    return;
+  }
+  if (batch.hints.size() != n) fail("the batch has {} row hints for {} tokens", batch.hints.size(), n);
+  orders_.resize(n);
+  for (size_t t = 0; t < n; ++t) {
+    const RowHint h = RowHint::decode(batch.hints[t]);
+    orders_[t] = h.order;
+    tiled_[t] = h.tiled;
+  }
+}
+
 int64_t effective_n_ctx(const ModelConfig& config, int64_t requested) {
   if (requested > 0) return requested;
   return std::min<int64_t>(config.n_ctx_train, 4096);
@@ -121,8 +141,7 @@ void Stage::forward(const TokenBatch& batch, float* hidden) {
     throw;
   }
   ensure_scratch(n);
-  count_rows_per_sequence(batch.seq_ids, seq_rows_);
-  kernels::row_orders(batch.seq_ids, orders_);
+  apply_row_hints(batch);
   const bool holds_last_layer = last_ == config_.n_layer;
   for (size_t il = 0; il < layers_.size(); ++il) {
     attention_block(layers_[il], static_cast<int64_t>(il), batch, slots, hidden);
@@ -199,7 +218,7 @@ void Stage::attention_block(const LayerWeights& w, int64_t il, const TokenBatch&
     query.v = cache_.v_rows(slots[t], il);
     query.n_kv = batch.positions[t] + 1;
     query.out = att_.data() + t * q_dim;
-    query.tiled = seq_rows_[t] >= kernels::kAttentionTiledMinRows;
+    query.tiled = tiled_[t] != 0;
   }
   kernels::attention(pool_, attn_shape_, attn_queries_);
 

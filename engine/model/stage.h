@@ -11,6 +11,7 @@
 
 #include "engine/model/kv_cache.h"
 #include "engine/model/model_config.h"
+#include "engine/model/row_hint.h"
 #include "engine/model/token_batch.h"
 #include "engine/model/weights.h"
 #include "gguf/gguf_file.h"
@@ -65,6 +66,8 @@ class Stage {
   // The model's last layer's FFN on the output rows only (see forward()).
   void last_ffn_block(const LayerWeights& w, const TokenBatch& batch, float* hidden);
   void ensure_scratch(int64_t n_tokens);
+  // orders_ and tiled_ of the batch's rows (engine/model/row_hint.h).
+  void apply_row_hints(const TokenBatch& batch);
   // fn(t) for every token t of a batch, split over the pool (per-token row ops only).
   template <class Fn>
   void for_tokens(int64_t n, Fn&& fn);
@@ -84,7 +87,8 @@ class Stage {
   kernels::AttentionShape attn_shape_;
   std::vector<kernels::AttentionQuery> attn_queries_;
   std::vector<int64_t> seq_rows_;     // per token: rows of its sequence in this batch
-  std::vector<kernels::RowOrder> orders_;      // per token (kernels::row_orders)
+  std::vector<kernels::RowOrder> orders_;      // per token (its hint, or kernels::row_orders)
+  std::vector<uint8_t> tiled_;                 // per token: attention in llama.cpp's tiled mode
   std::vector<kernels::RowOrder> out_orders_;  // per output row, among the output rows
   std::vector<float> out_hidden_;     // [n_outputs, n_embd] for the last layer's FFN
 

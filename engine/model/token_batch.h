@@ -1,6 +1,7 @@
 // A batch of tokens from one or more sequences, as a pipeline stage sees it: per token its
 // sequence id, its position in that sequence and whether its final hidden row is wanted
-// (for logits). Tokens of one sequence appear in increasing position order.
+// (for logits). Tokens of one sequence appear in increasing position order. Optionally each
+// token's numerics hint (engine/model/row_hint.h); empty: the stage derives them.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,7 @@ struct TokenBatch {
   std::vector<uint64_t> seq_ids;
   std::vector<int32_t> positions;
   std::vector<uint8_t> output;  // 1 = this token's row goes to the output head
+  std::vector<uint8_t> hints;   // RowHint::encode() per token, or empty (all or none)
 
   size_t size() const { return seq_ids.size(); }
   void add(uint64_t seq_id, int32_t pos, bool want_output) {
@@ -25,10 +27,15 @@ struct TokenBatch {
     for (auto o : output) n += o;
     return n;
   }
+  void add(uint64_t seq_id, int32_t pos, bool want_output, uint8_t hint) {
+    add(seq_id, pos, want_output);
+    hints.push_back(hint);
+  }
   void clear() {
     seq_ids.clear();
     positions.clear();
     output.clear();
+    hints.clear();
   }
 };
 

@@ -289,7 +289,7 @@ void RemoteLayers::submit(const TokenBatch& batch, std::vector<float>& hidden) {
   p.n_outputs = batch.n_outputs();
   auto t = make_tensor(hidden.data(), batch.size(), n_embd, c.activations_);
   const double bytes = static_cast<double>(t.ref.bytes);
-  net::Forward f{p.id, to_wire(batch), t.ref};
+  net::Forward f{p.id, to_wire(batch), t.ref, batch.hints};
   p.sent = Clock::now();
   stamp_sent(t, p.sent);  // where the first hop and the round trip begin
   if (!c.links_.front()->connection->send(f, std::move(t.body)))

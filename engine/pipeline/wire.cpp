@@ -7,6 +7,7 @@
 
 #include "engine/base/error.h"
 #include "engine/base/fp16.h"
+#include "engine/model/row_hint.h"
 
 namespace baton::pipeline {
 
@@ -23,13 +24,16 @@ std::vector<net::TokenInfo> to_wire(const TokenBatch& batch) {
   return out;
 }
 
-TokenBatch from_wire(std::span<const net::TokenInfo> tokens) {
+TokenBatch from_wire(std::span<const net::TokenInfo> tokens, std::span<const uint8_t> hints) {
   TokenBatch batch;
   for (const auto& t : tokens) {
     if (t.pos > static_cast<uint32_t>(std::numeric_limits<int32_t>::max()))
       fail("position {} does not fit int32", t.pos);
     batch.add(t.seq_id, static_cast<int32_t>(t.pos), t.output);
   }
+  if (!hints.empty() && hints.size() != tokens.size()) fail("{} row hints for {} tokens", hints.size(), tokens.size());
+  for (uint8_t h : hints) RowHint::decode(h);  // a byte that is not a hint is refused here
+  batch.hints.assign(hints.begin(), hints.end());
   return batch;
 }
 

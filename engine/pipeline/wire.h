@@ -43,7 +43,8 @@ inline constexpr const char* kOptionNCtx = "n_ctx";
 inline constexpr const char* kOptionMaxSequences = "max_sequences";
 
 std::vector<net::TokenInfo> to_wire(const TokenBatch& batch);
-TokenBatch from_wire(std::span<const net::TokenInfo> tokens);
+// hints: Forward.row_hints (empty, or one valid RowHint byte per token; else baton::Error).
+TokenBatch from_wire(std::span<const net::TokenInfo> tokens, std::span<const uint8_t> hints = {});
 
 // "f32" | "f16" | "bf16" -> dtype; nullopt for anything else (I32 is not an activation type).
 std::optional<net::DType> parse_activation_dtype(std::string_view name);

@@ -282,7 +282,7 @@ void Worker::on_forward(const net::Forward& f, const net::Payload& body, const n
   std::vector<StageTiming> timings;
   HopTime hop_in;
   try {
-    batch = from_wire(f.tokens);
+    batch = from_wire(f.tokens, f.row_hints);
     read_tensor(f.hidden, body, f.tokens.size(), n_embd, hidden_, "Forward");
     if (auto trailer = read_trailer(f.hidden, body, "Forward")) {
       timings = std::move(trailer->stages);
@@ -322,7 +322,7 @@ void Worker::on_forward(const net::Forward& f, const net::Payload& body, const n
   };
   if (load_->next) {
     auto t = encode(hidden_.data(), batch.size());
-    if (!load_->next->send(net::Forward{f.micro_batch_id, f.tokens, t.ref}, t.body))
+    if (!load_->next->send(net::Forward{f.micro_batch_id, f.tokens, t.ref, f.row_hints}, t.body))
       report(from, static_cast<uint32_t>(ErrorCode::kNextHop),
              fmt::format("node {}: cannot send micro-batch {} to next hop {}: {}", options_.node_id,
                          f.micro_batch_id, load_->next_name,

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "engine/base/error.h"
+#include "engine/runtime/prompt_runner.h"
 
 namespace baton {
 namespace {
@@ -25,6 +26,15 @@ void Generator::run_tokens(uint64_t seq_id, std::span<const int32_t> tokens, int
   }
 }
 
+void Generator::run_prompt(uint64_t seq_id, std::span<const int32_t> prompt, const GenerateOptions& options) {
+  PromptCut cut;
+  cut.n_batch = static_cast<size_t>(options.n_batch);
+  cut.prefill_chunk = options.prefill_chunk > 0 ? static_cast<size_t>(options.prefill_chunk) : 0;
+  run_prompt_pieces(head_, layers_, seq_id, prompt, 0, cut, out_rows_);
+  logits_.resize(static_cast<size_t>(head_.n_vocab()));
+  head_.logits(out_rows_.data(), 1, logits_.data());
+}
+
 GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> prompt, const GenerateOptions& options,
                                      const std::function<bool(const GeneratedStep&)>& on_step) {
   const int64_t n_ctx = layers_.n_ctx();
@@ -40,10 +50,7 @@ GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> p
   layers_.reset_sequence(seq_id);
 
   auto t0 = std::chrono::steady_clock::now();
-  for (size_t begin = 0; begin < prompt.size(); begin += static_cast<size_t>(options.n_batch)) {
-    size_t end = std::min(prompt.size(), begin + static_cast<size_t>(options.n_batch));
-    run_tokens(seq_id, prompt.subspan(begin, end - begin), static_cast<int32_t>(begin), end == prompt.size());
-  }
+  run_prompt(seq_id, prompt, options);
   result.prompt_seconds = seconds_since(t0);
 
   auto t1 = std::chrono::steady_clock::now();

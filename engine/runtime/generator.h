@@ -20,7 +20,10 @@ struct GenerateOptions {
   int32_t n_predict = 64;         // < 0: until end of generation or the context is full
   SamplerParams sampling;
   size_t n_top_logprobs = 0;      // per step, of the raw distribution
-  int32_t n_batch = 512;          // prompt tokens per forward pass
+  int32_t n_batch = 512;          // prompt tokens per chunk (the numerics' cut, engine/runtime/prompt_pieces.h)
+  // Prompt tokens per pass when a chunk is sent as pieces (same bits); <= 0: automatic
+  // (auto_prompt_piece(): small pieces when the runner keeps several passes in flight).
+  int32_t prefill_chunk = 0;
   std::function<bool(int32_t)> is_end_of_generation;  // may be empty
 };
 
@@ -49,6 +52,9 @@ class Generator {
  private:
   // Runs tokens [begin, end) of `tokens` at positions from `pos0`; logits of the last token.
   void run_tokens(uint64_t seq_id, std::span<const int32_t> tokens, int32_t pos0, bool want_logits);
+  // The prompt in pieces, as many in flight as the runner allows (pipelined prefill); leaves
+  // the last token's logits in logits_.
+  void run_prompt(uint64_t seq_id, std::span<const int32_t> prompt, const GenerateOptions& options);
 
   ModelHead& head_;
   LayerRunner& layers_;

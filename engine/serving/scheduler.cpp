@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <future>
 
+#include "engine/runtime/prompt_pieces.h"
 #include "engine/serving/sequence.h"
 
 namespace baton::serving {
@@ -14,6 +15,7 @@ struct Scheduler::Pass {
     ActiveSequence* seq;
     std::span<const int32_t> tokens;  // the sequence's tokens in this pass
     bool output;                      // its last token's row is wanted (prompt done / decode)
+    bool prompt;                      // tokens of its prompt
   };
   TokenBatch batch;
   std::vector<float> hidden;  // [batch.size(), n_embd]
@@ -40,6 +42,8 @@ Scheduler::Scheduler(ModelHead& head, LayerRunner& layers, const tokenizer::Toke
   if (options_.slots < 1) fail("SchedulerOptions::slots must be at least 1 (got {})", options_.slots);
   if (options_.queue_limit < 0) fail("SchedulerOptions::queue_limit must not be negative (got {})", options_.queue_limit);
   if (options_.n_batch < 1) fail("SchedulerOptions::n_batch must be at least 1 (got {})", options_.n_batch);
+  if (options_.prefill_chunk < 0)
+    fail("SchedulerOptions::prefill_chunk must not be negative (got {})", options_.prefill_chunk);
   if (layers_.max_in_flight() < 1)
     fail("the layer runner allows {} passes in flight; it must allow at least 1", layers_.max_in_flight());
   n_ctx_ = layers_.n_ctx();
@@ -191,16 +195,57 @@ void Scheduler::admit() {
   }
   for (auto& q : taken) {
     const bool nothing_to_generate = q.request.max_tokens == 0;
-    active_.push_back(std::make_unique<ActiveSequence>(next_seq_id_++, q.handle, std::move(q.request), tokenizer_,
-                                                       n_ctx_, q.submitted));
+    active_.push_back(start_sequence(q));
     if (nothing_to_generate) end(*active_.back(), "length");
   }
   remove_ended();
+  publish_cache_stats();
+}
+
+std::unique_ptr<ActiveSequence> Scheduler::start_sequence(Queued& q) {
+  const size_t n_batch = static_cast<size_t>(options_.n_batch);
+  std::optional<PrefixCache::Hit> hit;
+  if (options_.cache_prompt && q.request.cache_prompt && q.request.max_tokens != 0)
+    hit = prefix_cache_.take(q.request.prompt, n_batch);
+  if (hit) {
+    std::lock_guard lock(mutex_);
+    stats_.cached_prompt_tokens += hit->start;
+    ++stats_.cache_hits;
+  } else {
+    // A fresh slot: the runner holds options_.slots sequences, active or cached.
+    while (prefix_cache_.size() > 0 && active_.size() + 1 + prefix_cache_.size() > static_cast<size_t>(options_.slots)) {
+      const uint64_t evicted = *prefix_cache_.evict_oldest();
+      try {
+        layers_.reset_sequence(evicted);
+      } catch (const std::exception&) {
+        // A runner that cannot reach its cache has lost it anyway; the id is never reused.
+      }
+    }
+  }
+  return std::make_unique<ActiveSequence>(hit ? hit->seq_id : next_seq_id_++, q.handle, std::move(q.request),
+                                          tokenizer_, n_ctx_, q.submitted, hit ? hit->start : 0);
+}
+
+void Scheduler::forget_cached_prefixes() {
+  // Their KV is lost or about to be; a runner that still holds it frees the slots.
+  for (uint64_t id : prefix_cache_.clear()) {
+    try {
+      layers_.reset_sequence(id);
+    } catch (const std::exception&) {
+    }
+  }
+  publish_cache_stats();
+}
+
+void Scheduler::publish_cache_stats() {
+  std::lock_guard lock(mutex_);
+  stats_.cache_entries = static_cast<int>(prefix_cache_.size());
+  stats_.cache_positions = prefix_cache_.tokens();
 }
 
 void Scheduler::drop_cancelled() {
   for (auto& seq : active_)
-    if (!seq->in_flight && seq->cancelled()) end(*seq, "cancelled");
+    if (seq->in_flight == 0 && seq->cancelled()) end(*seq, "cancelled");
   remove_ended();
 }
 
@@ -208,47 +253,64 @@ void Scheduler::submit_passes() {
   const int n_free = layers_.max_in_flight() - static_cast<int>(passes_.size());
   if (n_free <= 0) return;
   // Decode tokens first (one per generating sequence, starting one further each step so that
-  // a budget smaller than the number of decoders is shared), then prompt chunks, oldest first.
-  // Prompts are cut into whole chunks of n_batch tokens, always at the same places, and generated
-  // tokens go one per pass (also when a rebuilt sequence replays them): a row's numerics depend
-  // on how many rows of its own sequence share the pass (llama.cpp's orders, docs/NUMERICS.md),
-  // so a request's result must not depend on what else is running or on a rebuild. A chunk
-  // that does not fit the budget left by the decoders waits, and goes first in the next pass.
+  // a budget smaller than the number of decoders is shared), then prompt pieces, oldest first.
+  // Prompts are cut into chunks of n_batch tokens, always at the same places, and go as pieces
+  // whose rows carry their chunk's numerics hint; generated tokens go one per pass (also when a
+  // rebuilt sequence replays them): a row's numerics depend on the chunk it belongs to
+  // (llama.cpp's orders, docs/NUMERICS.md), so a request's result must not depend on what else
+  // is running, on the pieces, on a reused prefix or on a rebuild. A piece that does not fit
+  // the budget left by the decoders waits, and goes first in the next pass.
   std::vector<ActiveSequence*> decoders;
   std::vector<ActiveSequence*> prefills;
   for (auto& seq : active_)
-    if (!seq->in_flight) (seq->prefilling() ? prefills : decoders).push_back(seq.get());
+    if (seq->feedable() && !seq->cancelled()) (seq->prefilling() ? prefills : decoders).push_back(seq.get());
   if (!decoders.empty()) std::rotate(decoders.begin(), decoders.begin() + (rotation_++ % decoders.size()), decoders.end());
-  std::vector<ActiveSequence*> ready;
-  if (prefill_deferred_) ready = prefills, ready.insert(ready.end(), decoders.begin(), decoders.end());
-  else ready = decoders, ready.insert(ready.end(), prefills.begin(), prefills.end());
+  const bool prefill_first = prefill_deferred_;
   prefill_deferred_ = false;
-  if (ready.empty()) return;
+  if (decoders.empty() && prefills.empty()) return;
 
-  // With a pipeline, the ready sequences are dealt round-robin into as many micro-batches as
-  // may still be in flight, so that every stage has work.
+  // With a pipeline, the decoders are dealt round-robin into as many micro-batches as may still
+  // be in flight, so that every stage has work; a prompt puts its next piece into each of them
+  // (its pieces then follow each other through the stages: pipelined prefill).
   const int64_t n_embd = head_.config().n_embd;
-  const size_t n_groups = std::min(static_cast<size_t>(n_free), ready.size());
-  for (size_t g = 0; g < n_groups; ++g) {
+  const size_t n_batch = static_cast<size_t>(options_.n_batch);
+  const size_t prefill_chunk = options_.prefill_chunk > 0
+                                   ? static_cast<size_t>(options_.prefill_chunk)
+                                   : auto_prompt_piece(options_.n_batch, layers_.max_in_flight());
+  const size_t n_decode_groups = std::min(static_cast<size_t>(n_free), decoders.size());
+  for (size_t g = 0; g < static_cast<size_t>(n_free); ++g) {
     auto pass = std::make_unique<Pass>();
-    size_t budget = static_cast<size_t>(options_.n_batch);
-    for (size_t i = g; i < ready.size() && budget > 0; i += n_groups) {
-      ActiveSequence& seq = *ready[i];
-      const size_t whole = seq.next_chunk_size(static_cast<size_t>(options_.n_batch));
+    size_t budget = n_batch;
+    auto add = [&](ActiveSequence& seq) {
+      const size_t whole = seq.next_chunk_size(n_batch, prefill_chunk);
+      if (whole == 0) return;
       if (whole > budget) {
         if (seq.prefilling()) prefill_deferred_ = true;
-        continue;
+        return;
       }
       auto chunk = seq.next_chunk(whole);
       const bool output = chunk.size() == seq.n_unfed();
-      for (size_t k = 0; k < chunk.size(); ++k)
-        pass->batch.add(seq.id(), seq.next_position() + static_cast<int32_t>(k), output && k + 1 == chunk.size());
-      pass->parts.push_back({&seq, chunk, output});
+      for (size_t k = 0; k < chunk.size(); ++k) {
+        const size_t pos = static_cast<size_t>(seq.next_position()) + k;
+        pass->batch.add(seq.id(), static_cast<int32_t>(pos), output && k + 1 == chunk.size(), seq.row_hint(pos, n_batch));
+      }
+      pass->parts.push_back({&seq, chunk, output, seq.prefilling()});
       budget -= chunk.size();
-    }
-    if (pass->parts.empty()) continue;
+      seq.mark_fed(chunk.size());  // its next piece (if any) goes into the next pass
+      ++seq.in_flight;
+    };
+    auto add_decoders = [&] {
+      if (g >= n_decode_groups) return;
+      for (size_t i = g; i < decoders.size(); i += n_decode_groups) add(*decoders[i]);
+    };
+    auto add_prefills = [&] {
+      for (ActiveSequence* seq : prefills)
+        if (budget > 0 && seq->prefilling()) add(*seq);
+    };
+    if (prefill_first) add_prefills(), add_decoders();
+    else add_decoders(), add_prefills();
+    if (pass->parts.empty()) break;
 
-    uint64_t prompt_tokens = 0;
     try {
       pass->hidden.resize(pass->batch.size() * static_cast<size_t>(n_embd));
       size_t row = 0;
@@ -264,11 +326,9 @@ void Scheduler::submit_passes() {
       runner_failed(e.what());
       return;
     }
-    for (const auto& part : pass->parts) {
-      if (part.seq->prefilling()) prompt_tokens += part.tokens.size();
-      part.seq->mark_fed(part.tokens.size());
-      part.seq->in_flight = true;
-    }
+    uint64_t prompt_tokens = 0;
+    for (const auto& part : pass->parts)
+      if (part.prompt) prompt_tokens += part.tokens.size();
     {
       std::lock_guard lock(mutex_);
       stats_.prompt_tokens += prompt_tokens;
@@ -302,13 +362,13 @@ void Scheduler::finish_oldest_pass() {
   size_t row = 0;
   for (const auto& part : pass->parts) {
     ActiveSequence& seq = *part.seq;
-    seq.in_flight = false;
+    --seq.in_flight;
     std::span<const float> logits;
     if (part.output)
       logits = std::span<const float>(logits_).subspan((row++) * static_cast<size_t>(n_vocab_),
                                                        static_cast<size_t>(n_vocab_));
     if (seq.cancelled()) {
-      end(seq, "cancelled");
+      if (seq.in_flight == 0) end(seq, "cancelled");  // its later pieces' passes still name it
       continue;
     }
     if (!part.output) continue;
@@ -330,12 +390,21 @@ void Scheduler::finish_oldest_pass() {
 
 void Scheduler::end(ActiveSequence& seq, const std::string& reason, const std::string& error) {
   if (seq.ended()) return;
-  // Cache and stats first: whoever sees the request done sees its slot free.
-  try {
-    layers_.reset_sequence(seq.id());
-  } catch (const std::exception&) {
-    // A runner that cannot reach its cache has lost it anyway; the id is never reused.
+  // Cache and stats first: whoever sees the request done sees its slot free (or holding a
+  // prefix for the next request).
+  std::vector<int32_t> reusable;
+  if (options_.cache_prompt && seq.cache_prompt() && reason != "error" && seq.in_flight == 0)
+    reusable = seq.reusable_tokens(static_cast<size_t>(options_.n_batch));
+  if (!reusable.empty()) {
+    prefix_cache_.put(seq.id(), std::move(reusable));
+  } else {
+    try {
+      layers_.reset_sequence(seq.id());
+    } catch (const std::exception&) {
+      // A runner that cannot reach its cache has lost it anyway; the id is never reused.
+    }
   }
+  publish_cache_stats();
   {
     std::lock_guard lock(mutex_);
     --stats_.active;
@@ -346,8 +415,9 @@ void Scheduler::end(ActiveSequence& seq, const std::string& reason, const std::s
 
 void Scheduler::fail_all(const std::string& error) {
   passes_.clear();  // after a failure every unfinished pass is lost
+  forget_cached_prefixes();
   for (auto& seq : active_) {
-    seq->in_flight = false;
+    seq->in_flight = 0;
     end(*seq, "error", error);
   }
   remove_ended();
@@ -355,7 +425,7 @@ void Scheduler::fail_all(const std::string& error) {
 
 void Scheduler::runner_failed(const std::string& error) {
   passes_.clear();  // after a failure every unfinished pass is lost
-  for (auto& seq : active_) seq->in_flight = false;
+  for (auto& seq : active_) seq->in_flight = 0;
   RunnerRepair repair;
   {
     std::lock_guard lock(mutex_);
@@ -377,8 +447,9 @@ void Scheduler::runner_failed(const std::string& error) {
 
 void Scheduler::rebuild_active() {
   passes_.clear();
+  forget_cached_prefixes();  // the runner's caches are new
   for (auto& seq : active_) {
-    seq->in_flight = false;
+    seq->in_flight = 0;
     seq->rewind();
   }
   std::lock_guard lock(mutex_);
@@ -402,10 +473,11 @@ void Scheduler::shut_down() {
     passes_.pop_front();
   }
   for (auto& seq : active_) {
-    seq->in_flight = false;
+    seq->in_flight = 0;
     end(*seq, "error", message);
   }
   remove_ended();
+  forget_cached_prefixes();
   std::deque<Queued> queued;
   {
     std::lock_guard lock(mutex_);

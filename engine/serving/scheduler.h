@@ -29,6 +29,7 @@
 #include "engine/runtime/layer_runner.h"
 #include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampler.h"
+#include "engine/serving/prefix_cache.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace baton::serving {
@@ -54,6 +55,7 @@ struct CompletionRequest {
   size_t n_top_logprobs = 0;         // and the top n of the raw distribution (<= 20)
   std::vector<std::string> stop;     // generation ends before the first occurrence of any
   bool ignore_eos = false;           // keep going past end-of-generation tokens
+  bool cache_prompt = true;          // reuse a cached prefix's KV, and leave this one's for others
 };
 
 // One generated token and the text it released. Text is held back while it is an incomplete
@@ -72,6 +74,7 @@ struct CompletionSummary {
   std::string finish_reason;         // "stop", "length", "cancelled" or "error"
   std::string error;                 // for "error": what failed, naming the node if remote
   size_t prompt_tokens = 0;
+  size_t cached_tokens = 0;          // of prompt_tokens, served from a cached prefix's KV
   size_t completion_tokens = 0;
   double queue_seconds = 0;          // submit -> first forward pass
   double time_to_first_token = 0;    // submit -> first token published
@@ -113,6 +116,13 @@ struct SchedulerOptions {
   int slots = 4;          // sequences generated at once; the runner's KV cache must hold as many
   int queue_limit = 64;   // requests waiting for a slot; one more -> OverloadedError
   int n_batch = 512;      // tokens per forward pass (prompt chunks + decode tokens), >= 1
+  // Prompt tokens per pass, as pieces of the n_batch chunks that change no bit
+  // (engine/runtime/prompt_pieces.h): with a pipeline, a prompt's pieces are in flight at
+  // several stages at once. 0: auto_prompt_piece() (32 on a pipeline, whole chunks locally).
+  int prefill_chunk = 0;
+  // Finished sequences leave their KV in their slots for requests that share a prefix
+  // (llama-server's cache_prompt); idle slots hold them, the least recently used goes first.
+  bool cache_prompt = true;
 };
 
 struct SchedulerStats {
@@ -126,6 +136,10 @@ struct SchedulerStats {
   uint64_t forward_passes = 0;
   double forward_seconds = 0;        // wall time inside the runner (submit..finish)
   uint64_t resumed = 0;              // sequences rebuilt from their tokens after the runner was repaired
+  uint64_t cached_prompt_tokens = 0; // prompt tokens served from cached prefixes
+  uint64_t cache_hits = 0;           // requests that reused a cached prefix
+  int cache_entries = 0;             // sequences whose KV is kept for reuse
+  uint64_t cache_positions = 0;      // their positions (KV rows per layer)
 };
 
 class Scheduler {
@@ -189,6 +203,12 @@ class Scheduler {
   void run_exclusive_task();
   void remove_ended();
   void shut_down();
+  // A new sequence for `q`: a cached prefix's sequence id when one fits its prompt, else a new
+  // id in a free KV slot (evicting the least recently used cached prefix when none is free).
+  std::unique_ptr<ActiveSequence> start_sequence(Queued& q);
+  // The runner lost its caches: cached prefixes are gone with them.
+  void forget_cached_prefixes();
+  void publish_cache_stats();
 
   ModelHead& head_;
   LayerRunner& layers_;
@@ -212,6 +232,7 @@ class Scheduler {
   size_t rotation_ = 0;                                  // first decoder of the next step
   bool prefill_deferred_ = false;                        // a prompt chunk did not fit: it goes first next
   std::vector<std::unique_ptr<ActiveSequence>> active_;  // admission order
+  PrefixCache prefix_cache_;                             // finished sequences' KV kept in idle slots
   std::deque<std::unique_ptr<Pass>> passes_;             // unfinished, oldest first
   std::vector<float> out_rows_;                          // [n_outputs, n_embd]
   std::vector<float> logits_;                            // [n_outputs, n_vocab]

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/runtime/prompt_pieces.h"
 #include "engine/sampling/logprobs.h"
 
 namespace baton::serving {
@@ -10,7 +11,8 @@ double seconds(ActiveSequence::Clock::duration d) { return std::chrono::duration
 }  // namespace
 
 ActiveSequence::ActiveSequence(uint64_t id, std::shared_ptr<RequestHandle> handle, CompletionRequest request,
-                               const tokenizer::Tokenizer& tokenizer, int64_t n_ctx, Clock::time_point submitted)
+                               const tokenizer::Tokenizer& tokenizer, int64_t n_ctx, Clock::time_point submitted,
+                               size_t reused)
     : id_(id),
       handle_(std::move(handle)),
       request_(std::move(request)),
@@ -21,9 +23,25 @@ ActiveSequence::ActiveSequence(uint64_t id, std::shared_ptr<RequestHandle> handl
       stop_(request_.stop),
       tokens_(request_.prompt),
       n_prompt_(request_.prompt.size()),
+      n_fed_(reused),
+      n_reused_(reused),
       submitted_(submitted) {
   request_.prompt.clear();
   request_.prompt.shrink_to_fit();
+}
+
+size_t ActiveSequence::next_chunk_size(size_t n_batch, size_t prefill_chunk) const {
+  if (!prefilling()) return std::min<size_t>(1, n_unfed());
+  return next_prompt_piece(n_prompt_, n_fed_, n_batch, prefill_chunk);
+}
+
+uint8_t ActiveSequence::row_hint(size_t pos, size_t n_batch) const {
+  return (pos < n_prompt_ ? prompt_row_hint(n_prompt_, pos, n_batch) : RowHint{}).encode();
+}
+
+std::vector<int32_t> ActiveSequence::reusable_tokens(size_t n_batch) const {
+  const size_t n = std::min(reusable_prefix(n_prompt_, n_batch), n_fed_);
+  return std::vector<int32_t>(tokens_.begin(), tokens_.begin() + static_cast<ptrdiff_t>(n));
 }
 
 std::span<const int32_t> ActiveSequence::next_chunk(size_t max) const {
@@ -76,6 +94,7 @@ void ActiveSequence::finish(const std::string& reason, const std::string& error)
   summary.finish_reason = reason;
   summary.error = error;
   summary.prompt_tokens = n_prompt_;
+  summary.cached_tokens = n_reused_;
   summary.completion_tokens = n_generated_;
   const auto now = Clock::now();
   summary.queue_seconds = seconds((started_ ? first_pass_ : now) - submitted_);

@@ -23,9 +23,11 @@ class ActiveSequence {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `request` must have been validated (Scheduler::submit).
+  // `request` must have been validated (Scheduler::submit). The runner already holds this
+  // sequence id's KV of the prompt's first `reused` tokens (a prefix-cache hit; else 0).
   ActiveSequence(uint64_t id, std::shared_ptr<RequestHandle> handle, CompletionRequest request,
-                 const tokenizer::Tokenizer& tokenizer, int64_t n_ctx, Clock::time_point submitted);
+                 const tokenizer::Tokenizer& tokenizer, int64_t n_ctx, Clock::time_point submitted,
+                 size_t reused = 0);
 
   uint64_t id() const { return id_; }
   RequestHandle& handle() { return *handle_; }
@@ -36,13 +38,13 @@ class ActiveSequence {
   // unfed part of the prompt, or the one token sampled last).
   bool prefilling() const { return n_fed_ < n_prompt_; }
   size_t n_unfed() const { return tokens_.size() - n_fed_; }
-  // How many tokens the next pass takes, so that every token is fed exactly as in an
-  // uninterrupted run (a row's numerics depend on its sequence's rows in the pass): the prompt in
-  // whole chunks of `n_batch` from position 0, each generated token alone (also when a rebuilt
-  // sequence replays them).
-  size_t next_chunk_size(size_t n_batch) const {
-    return prefilling() ? std::min(n_batch, n_prompt_ - n_fed_) : std::min<size_t>(1, n_unfed());
-  }
+  // How many tokens the next pass takes: the prompt in pieces of at most `prefill_chunk` tokens
+  // within its chunks of `n_batch` from position 0, each generated token alone (also when a
+  // rebuilt sequence replays them). With row_hint() every token is computed exactly as in an
+  // uninterrupted run from scratch (engine/runtime/prompt_pieces.h).
+  size_t next_chunk_size(size_t n_batch, size_t prefill_chunk) const;
+  // The numerics hint of the token at `pos` (a prompt row: its chunk's; a generated one: alone).
+  uint8_t row_hint(size_t pos, size_t n_batch) const;
   // The next up to `max` unfed tokens and the position of the first of them.
   std::span<const int32_t> next_chunk(size_t max) const;
   int32_t next_position() const { return static_cast<int32_t>(n_fed_); }
@@ -51,8 +53,18 @@ class ActiveSequence {
   // The runner lost this sequence's KV cache: every token (prompt + generated so far) is fed
   // again from position 0 (in the same chunks as the first time: the KV cache is rebuilt bit for
   // bit), and the last one's logits give the next token as before.
-  void rewind() { n_fed_ = 0; }
-  bool in_flight = false;
+  void rewind() { n_fed_ = 0, n_reused_ = 0; }
+  // Passes holding some of its tokens and not finished yet. Several only while its prompt is
+  // being fed (pipelined prefill: its pieces follow each other through the stages in order).
+  int in_flight = 0;
+  // Can take tokens into the next pass: prompt pieces whatever is in flight, a generated
+  // token once the pass that produces it has finished.
+  bool feedable() const { return !ended_ && n_unfed() > 0 && (prefilling() || in_flight == 0); }
+  // The tokens whose KV this sequence's slot holds bit for bit as a run from scratch would
+  // compute them (the prompt's reusable prefix, as far as it was fed), for the prefix cache.
+  std::vector<int32_t> reusable_tokens(size_t n_batch) const;
+  size_t n_reused() const { return n_reused_; }
+  bool cache_prompt() const { return request_.cache_prompt; }
 
   // Samples the next token from `logits` ([n_vocab], of the last token fed), publishes its
   // event and returns true when this token ended the sequence (then the summary is set but not
@@ -79,6 +91,7 @@ class ActiveSequence {
   std::vector<int32_t> tokens_;  // prompt, then generated tokens
   size_t n_prompt_ = 0;
   size_t n_fed_ = 0;
+  size_t n_reused_ = 0;
   size_t n_generated_ = 0;
   bool ended_ = false;
   std::string end_reason_;

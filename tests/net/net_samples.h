@@ -83,6 +83,7 @@ inline std::vector<Sample> all_samples() {
   forward.micro_batch_id = 42;
   forward.tokens = {{0, 5, false}, {1, 9, true}};
   forward.hidden = TensorRef{DType::kF32, {2, 4}, 0, 32};
+  forward.row_hints = {6, 1};
   std::vector<uint8_t> fbody(32);
   for (size_t i = 0; i < fbody.size(); ++i) fbody[i] = static_cast<uint8_t>(i);
   out.push_back({forward, fbody});

@@ -113,6 +113,13 @@ TEST_CASE("decoder rejects tensors that disagree with their shape, dtype or the 
   g.hidden.dtype = static_cast<DType>(9);
   expect_error(g, 32, "unknown dtype 9");
   g = f;
+  g.row_hints = {2};
+  expect_error(g, 32, "1 hints for 2 tokens");
+  g.row_hints = {2, kMaxRowHint};
+  expect_error(g, 32, "Forward.row_hints[1]: 8 is not a row hint");
+  g.row_hints = {6, 1};
+  CHECK_FALSE(check_message(g, 32).has_value());
+  g = f;
   g.hidden.shape = {1ull << 40, 1ull << 40};
   expect_error(g, 32, "overflows");
   g = f;

@@ -237,7 +237,7 @@ TEST_CASE("hostile peers are refused and the worker keeps serving", "[pipeline]"
     float row[4] = {};
     auto t = baton::pipeline::make_f32_tensor(row, 1, 4);
     std::vector<uint8_t> body(t.body.bytes().begin(), t.body.bytes().end());
-    REQUIRE(raw.send_message(baton::net::Forward{9, {{1, 0, true}}, t.ref}, body));
+    REQUIRE(raw.send_message(baton::net::Forward{9, {{1, 0, true}}, t.ref, {}}, body));
     auto reply = raw.recv_message();
     REQUIRE(reply);
     REQUIRE(std::holds_alternative<baton::net::ErrorReport>(*reply));
@@ -331,7 +331,7 @@ TEST_CASE("Forwards that overtake the Commit wait for it, in order, with the sam
   auto send_forward = [&](uint64_t micro_batch, uint32_t seq) {
     auto t = baton::pipeline::make_f32_tensor(row.data(), 1, n_embd);
     std::vector<uint8_t> body(t.body.bytes().begin(), t.body.bytes().end());
-    REQUIRE(raw.send_message(net::Forward{micro_batch, {{seq, 0, true}}, t.ref}, body));
+    REQUIRE(raw.send_message(net::Forward{micro_batch, {{seq, 0, true}}, t.ref, {}}, body));
   };
   send_forward(1, 0);  // before the Commit
   send_forward(2, 1);

@@ -247,3 +247,49 @@ TEST_CASE("failover: when the remaining nodes cannot hold the model, /health and
   CHECK(plan[0].id == "w1");
   CHECK(plan[1].id == "w3");
 }
+
+TEST_CASE("failover: a re-plan forgets cached prompt prefixes, and a worker killed during a pipelined prefill resumes "
+          "unchanged",
+          "[registry]") {
+  const uint16_t port = baton::test::free_loopback_port();
+  auto w1 = join("w1", port), w2 = join("w2", port), w3 = join("w3", port), w4 = join("w4", port);
+  Served s(failover_config(port, 4, baton::test::temp_dir() + "/failover-prefix.json"), 512);
+  REQUIRE(s.model->plan().size() == 4);
+  std::string story;
+  for (int i = 0; i < 12; ++i) story += "Once upon a time there was a little girl who liked to play in the park. ";
+  const json body = {{"prompt", story}, {"max_tokens", 12}, {"temperature", 0}, {"stream", true}, {"ignore_eos", true}};
+  const Streamed want = stream(s.port(), body);
+  REQUIRE(want.status == 200);
+  REQUIRE(want.finish_reason == "length");
+  const Streamed hit = stream(s.port(), body);  // the same prompt: its prefix's KV is reused
+  CHECK(hit.text == want.text);
+  CHECK(s.model->scheduler().stats().cache_hits == 1);
+
+  auto by_id = [&](const std::string& id) -> WorkerProcess& { return id == "w1" ? *w1 : id == "w2" ? *w2 : id == "w3" ? *w3 : *w4; };
+  // An idle node lost: the coordinator re-plans, and the entries it held are forgotten.
+  by_id(s.model->plan()[1].id).kill_now();
+  const auto deadline = Clock::now() + 20s;
+  while (s.model->plan().size() != 3 && Clock::now() < deadline) std::this_thread::sleep_for(50ms);
+  REQUIRE(s.model->plan().size() == 3);
+  const Streamed after = stream(s.port(), body);
+  CHECK(after.text == want.text);
+  CHECK(s.model->scheduler().stats().cache_hits == 1);  // computed from scratch on the new plan
+
+  // A worker frozen while the prompt's pieces are on their way, then killed: the sequence is
+  // rebuilt on the remaining two and the completion is the same.
+  WorkerProcess& victim = by_id(s.model->plan()[2].id);
+  REQUIRE(::kill(victim.pid(), SIGSTOP) == 0);
+  std::thread killer([&] {
+    std::this_thread::sleep_for(300ms);
+    victim.kill_now();
+  });
+  const json fresh = {{"prompt", story}, {"max_tokens", 12}, {"temperature", 0}, {"stream", true},
+                      {"ignore_eos", true}, {"cache_prompt", false}};
+  const Streamed got = stream(s.port(), fresh);
+  killer.join();
+  INFO(got.error);
+  CHECK(got.status == 200);
+  CHECK(got.text == want.text);
+  CHECK(s.model->scheduler().stats().resumed >= 1);
+  CHECK(s.model->plan().size() == 2);
+}

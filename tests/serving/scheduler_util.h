@@ -106,12 +106,20 @@ class QueueingLayers : public WrappedLayers {
       hold_cv_.wait(lock, [&] { return !held_; });
     }
     if (queued_.size() >= 3) fail("QueueingLayers: a 4th pass was submitted while 3 are unfinished");
+    // A sequence may be in several unfinished passes only as consecutive prompt pieces: later
+    // positions than everything it has in flight, and none of those passes wants its output.
     for (const auto& q : queued_)
-      for (uint64_t id : batch.seq_ids)
-        for (uint64_t other : q.batch.seq_ids)
-          if (id == other) fail("QueueingLayers: sequence {} is in two unfinished passes", id);
+      for (size_t i = 0; i < batch.size(); ++i)
+        for (size_t j = 0; j < q.batch.size(); ++j) {
+          if (batch.seq_ids[i] != q.batch.seq_ids[j]) continue;
+          if (q.batch.output[j]) fail("QueueingLayers: sequence {} fed again before its output came back", batch.seq_ids[i]);
+          if (q.batch.positions[j] >= batch.positions[i])
+            fail("QueueingLayers: sequence {} at position {} after position {} in flight", batch.seq_ids[i],
+                 batch.positions[i], q.batch.positions[j]);
+        }
     queued_.push_back({batch, hidden});
     max_queued = std::max(max_queued, queued_.size());
+    max_rows_per_pass = std::max(max_rows_per_pass, batch.size());
   }
   void finish(std::vector<float>& out_rows) override {
     if (queued_.empty()) fail("QueueingLayers: finish() without a pass");
@@ -132,6 +140,7 @@ class QueueingLayers : public WrappedLayers {
     hold_cv_.notify_all();
   }
   size_t max_queued = 0;
+  size_t max_rows_per_pass = 0;
   int fail_finish_after = -1;  // >= 0: finish() throws once this many passes have finished
 
  private:

@@ -4,7 +4,9 @@
 //   engine-bench --config cluster.yaml ...   (layers on the cluster; adds, measured, per-stage
 //                                             compute ms, per-hop bytes and the hops' network ms
 //                                             per token)
-// ppN: one batch of N prompt tokens through every layer (logits of the last only);
+// ppN: a prompt of N tokens through every layer (logits of the last only), in chunks of -b
+// tokens sent as --prefill-chunk pieces (several in flight through a cluster); its time is
+// the prompt's time to first token, printed per test;
 // tgN: N single-token steps from an empty context, each with its logits.
 // -d D (as llama-bench's -d): both start after D context tokens ("pp512 @ d2048"), which are
 // filled once per depth, untimed; every repetition rewrites the positions after them.
@@ -23,6 +25,7 @@
 #include "engine/pipeline/cluster.h"
 #include "gguf/shard.h"
 #include "engine/runtime/local_model.h"
+#include "engine/runtime/prompt_runner.h"
 
 namespace {
 
@@ -33,6 +36,7 @@ struct Options {
   std::vector<int> n_prompt = {128}, n_gen = {64}, threads = {0}, n_depth = {0};
   int reps = 5;
   bool mmap = false;  // keep weights in the file mapping
+  int n_batch = 512, prefill_chunk = 0;
 };
 
 struct Stats {
@@ -72,13 +76,15 @@ class Bench {
   }
   int depth() const { return depth_; }
 
-  // Seconds for one batch of n prompt tokens after the context.
-  double prompt(int n) {
+  // Seconds for a prompt of n tokens after the context, to the logits of its last token (its
+  // time to first token): cut into n_batch chunks, sent as pieces with several in flight on a
+  // pipeline (engine/runtime/prompt_runner.h).
+  double prompt(int n, const baton::PromptCut& cut) {
     auto tokens = random_tokens(n);
-    baton::TokenBatch batch;
-    for (int i = 0; i < n; ++i) batch.add(1, depth_ + i, i + 1 == n);
     auto t0 = Clock::now();
-    run(batch, tokens);
+    baton::run_prompt_pieces(m_.head, m_.layers, 1, tokens, depth_, cut, out_);
+    logits_.resize(static_cast<size_t>(m_.head.n_vocab()));
+    m_.head.logits(out_.data(), 1, logits_.data());
     return std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
@@ -209,6 +215,11 @@ int main(int argc, char** argv) {
   app.add_option("-d,--n-depth", o.n_depth, "context tokens before each test (filled once, untimed)")
       ->delimiter(',')
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("-b,--batch-size", o.n_batch, "prompt tokens per chunk (the numerics' cut, as llama.cpp's ubatch)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--prefill-chunk", o.prefill_chunk,
+                 "prompt tokens per pass, pieces of a chunk (same bits; 0: 32 on a cluster, whole chunks locally)")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("-r,--repetitions", o.reps, "repetitions per test")->check(CLI::Range(1, 1000));
   app.add_flag("--mmap", o.mmap, "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
   app.add_option("-o,--output", o.output, "md or json")->check(CLI::IsMember({"md", "json"}));
@@ -244,6 +255,9 @@ int main(int argc, char** argv) {
       ModelView view{cluster ? cluster->head() : local->head(),
                      cluster ? static_cast<baton::LayerRunner&>(cluster->layers()) : local->layers(), mconfig};
       Bench bench(view);
+      baton::PromptCut cut;
+      cut.n_batch = static_cast<size_t>(o.n_batch);
+      cut.prefill_chunk = static_cast<size_t>(o.prefill_chunk);
       const int nth = cluster ? cluster->pool().n_threads() : local->pool().n_threads();
       const double size = static_cast<double>(file.total_file_bytes());
       // Layer weights: the local stages', or on a cluster every blk.* tensor of the coordinator's file.
@@ -289,7 +303,17 @@ int main(int argc, char** argv) {
       };
       for (int d : o.n_depth) {
         bench.set_depth(d);
-        for (int p : o.n_prompt) run_test("pp", p, [&](int count) { return bench.prompt(count); });
+        for (int p : o.n_prompt) {
+          run_test("pp", p, [&](int count) { return bench.prompt(count, cut); });
+          if (p > 0 && o.output == "md") {
+            const auto& samples = results.back()["samples_ts"];
+            std::vector<double> ms;
+            for (const auto& tps : samples) ms.push_back(1000.0 * p / tps.get<double>());
+            std::sort(ms.begin(), ms.end());
+            fmt::print("# {}: time to first token {:.1f} ms (median of {})\n", results.back()["test"].get<std::string>(),
+                       ms[ms.size() / 2], ms.size());
+          }
+        }
         for (int n : o.n_gen) run_test("tg", n, [&](int count) { return bench.generate(count); });
       }
     }

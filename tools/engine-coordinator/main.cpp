@@ -46,6 +46,13 @@ int main(int argc, char** argv) {
   app.add_option("--slots", so.scheduler.slots, "sequences generated at once (KV cache slots)")->check(CLI::Range(1, 256));
   app.add_option("--queue", so.scheduler.queue_limit, "requests waiting for a slot before 503")->check(CLI::Range(0, 100000));
   app.add_option("--n-batch", so.scheduler.n_batch, "tokens per forward pass")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--prefill-chunk", so.scheduler.prefill_chunk,
+                 "prompt tokens per pass: pieces of the n-batch chunks in flight at several stages at once (same "
+                 "bits; 0: 32 on a cluster, whole chunks locally)")
+      ->check(CLI::Range(0, 1 << 20));
+  bool no_cache_prompt = false;
+  app.add_flag("--no-cache-prompt", no_cache_prompt,
+               "do not keep finished requests' KV for prompts that share their prefix (default: kept in idle slots)");
   app.add_option("-c,--ctx", so.n_ctx, "context length (default: the model's, at most 4096)");
   app.add_option("-t,--threads", so.threads, "compute threads (default: all cores)");
   bool mmap = false;
@@ -55,6 +62,7 @@ int main(int argc, char** argv) {
   app.add_option("--http-threads", http.threads, "HTTP worker threads (default slots + queue + 8)");
   CLI11_PARSE(app, argc, argv);
   if (mmap) so.placement = baton::WeightPlacement::kMapped;
+  so.scheduler.cache_prompt = !no_cache_prompt;
   if (model_path.empty() && config_path.empty()) {
     fmt::print(stderr, "error: give --model FILE or --config cluster.yaml\n");
     return 1;

@@ -26,6 +26,7 @@ struct Options {
   int64_t n_ctx = 0;
   bool json = false, tokenize_only = false, no_bos = false, special = true, mmap = false;
   int top_logprobs = 5;
+  int n_batch = 512, prefill_chunk = 0;
   std::string split;
   baton::SamplerParams sampling;
   int64_t seed = -1;
@@ -93,6 +94,8 @@ int run(const Options& o) {
   go.sampling = o.sampling;
   go.sampling.seed = o.seed < 0 ? std::random_device{}() : static_cast<uint32_t>(o.seed);
   go.n_top_logprobs = o.json ? static_cast<size_t>(o.top_logprobs) : 0;
+  go.n_batch = o.n_batch;
+  go.prefill_chunk = o.prefill_chunk;
   go.is_end_of_generation = [&tok](int32_t id) { return tok.is_eog(id); };
 
   baton::Generator generator(head, layers);
@@ -170,6 +173,11 @@ int main(int argc, char** argv) {
   app.add_option("--top-logprobs", o.top_logprobs, "top entries per step in --json")->check(CLI::Range(0, 100));
   app.add_flag("--tokenize", o.tokenize_only, "print only the prompt's token ids as a JSON array");
   app.add_flag("--no-bos", o.no_bos, "do not add the special tokens the model adds around a prompt (BOS)");
+  app.add_option("-b,--batch-size", o.n_batch, "prompt tokens per chunk: how the prompt is cut (the numerics; as llama.cpp's ubatch)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--prefill-chunk", o.prefill_chunk,
+                 "prompt tokens per pass on a pipeline (pieces of a chunk, same bits; 0: 32 on a cluster, whole chunks locally)")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--split", o.split, "run the layers as several local stages, e.g. 2,4 (for testing splits)");
   CLI11_PARSE(app, argc, argv);
   if (o.model.empty() && o.config.empty()) {
