@@ -14,18 +14,18 @@ ROUNDS=${1:-3}; W=${2:-2}; DELAY=${3:-0}; OUT=${4:-/tmp/prefill-bench}
 PROMPTS=${PROMPTS:-128,512,2048}
 CHUNK=${CHUNK:-0}
 mkdir -p "$OUT"
-n_layer=$("$B/engine-gguf" info "$M" 2>/dev/null | sed -n 's/.*block_count[^0-9]*\([0-9]*\).*/\1/p' | head -1)
+n_layer=$("$B/engine-gguf" info "$M" 2>/dev/null | awk '/block_count/{n=$NF} END{print n}')
 [ -n "$n_layer" ] || { echo "cannot read the layer count of $M" >&2; exit 1; }
 {
   echo "model: $M"; echo "cluster:"; echo "  insecure: true"; echo "  nodes:"
   for i in $(seq 0 $((W - 1))); do
     first=$((i * n_layer / W)); last=$(((i + 1) * n_layer / W - 1))
-    port=$((18461 + i)); [ "$DELAY" != 0 ] && port=$((18481 + i))
+    port=$((18461 + i)); if [ "$DELAY" != 0 ]; then port=$((18481 + i)); fi
     echo "    - { id: node-0$((i + 1)), host: 127.0.0.1, port: $port, layers: [$first, $last] }"
   done
 } > "$OUT/cluster.yaml"
 pids=()
-cleanup() { [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null || true; }
+cleanup() { if [ ${#pids[@]} -gt 0 ]; then kill "${pids[@]}" 2>/dev/null || true; fi; wait 2>/dev/null || true; }
 trap cleanup EXIT
 cluster_run() {  # $1 = tag
   pids=()

@@ -63,6 +63,10 @@ Cluster::Cluster(const ClusterConfig& config, const ClusterOptions& options) : o
   no.node_id = "coordinator";
   no.role = net::Role::kCoordinator;
   no.clock_probe_interval = kClockProbeInterval;
+  // Liveness: every worker answers the clock probes from its I/O thread, also while it
+  // computes; a link silent for heartbeat_timeout is a frozen or unreachable node, closed so
+  // that a pass waiting on it fails naming it (instead of after request_timeout).
+  no.idle_timeout = std::chrono::milliseconds(static_cast<int64_t>(config.heartbeat_timeout_s * 1000.0));
   if (config.insecure)
     no.auth = net::AuthConfig::insecure();
   else if (!config.secret_file.empty())

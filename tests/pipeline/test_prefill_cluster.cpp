@@ -171,3 +171,30 @@ TEST_CASE("a worker killed during a pipelined prefill fails the prompt naming it
     CHECK(std::string(e.what()).find("node-02") != std::string::npos);
   }
 }
+
+TEST_CASE("a frozen worker of a static cluster is given up after heartbeat_timeout, naming it", "[pipeline]") {
+  const std::string path = test::shared_path("models/stories260K.gguf");
+  auto w = test::spawn_workers(path, 2);
+  pipeline::ClusterOptions co;
+  co.threads = 1;
+  co.n_ctx = 256;
+  co.request_timeout = std::chrono::seconds(60);  // what a frozen node cost before: this long
+  pipeline::Cluster cluster(
+      test::config_of(test::cluster_yaml(path, {{w[0].get(), 0, 1}, {w[1].get(), 2, 4}}, "insecure: true", 5, 20,
+                                         "heartbeat_timeout: 1")),
+      co);
+  const std::vector<int32_t> prompt = cluster.tokenizer().encode("Once upon a time", true, false);
+  Generator generator(cluster.head(), cluster.layers());
+  REQUIRE(generator.generate(1, prompt, test::greedy_options(8)).steps.size() == 8);
+  REQUIRE(::kill(w[1]->pid(), SIGSTOP) == 0);  // frozen: its connections stay open
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    generator.generate(1, prompt, test::greedy_options(8));
+    FAIL("a pass went through a frozen worker");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("node-02") != std::string::npos);
+  }
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(waited < 10);  // heartbeat_timeout (1 s) and the link's close, not request_timeout (60 s)
+  ::kill(w[1]->pid(), SIGCONT);
+}

@@ -45,7 +45,7 @@ void check_same(const GenerationResult& got, const GenerationResult& ref) {
 
 }  // namespace
 
-TEST_CASE("prompt pieces: never cross a chunk, at most the piece size; hints are the chunk's") {
+TEST_CASE("prompt pieces: never cross a chunk and hold at most the piece size, and hints are the chunk's") {
   for (size_t n_batch : {1, 7, 64, 100, 128, 512})
     for (size_t chunk : {0, 1, 5, 32, 64, 100, 4096})
       for (size_t n_prompt = 1; n_prompt <= 700; ++n_prompt) {
