@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -145,4 +146,20 @@ TEST_CASE("engine-bench -d runs every test after a context of that depth, named 
   CHECK(seen == expected);
   // The context is real: 300 positions of attention (stories260K's context is 512) cost time.
   CHECK(results[3]["avg_ts"].get<double>() < results[1]["avg_ts"].get<double>());
+}
+
+TEST_CASE("engine-run --config --json keeps stdout for the JSON: the secret-file warning goes to stderr", "[pipeline]") {
+  const std::string model = baton::test::shared_path("models/stories260K.gguf");
+  const std::string secret = baton::test::temp_dir() + "/tools-readable.secret";
+  std::ofstream(secret) << "a shared secret of the cluster\n";
+  ::chmod(secret.c_str(), 0644);  // group/others may read it: the tools warn
+  auto w = spawn_workers(model, 2, secret);
+  const std::string yaml =
+      write_yaml(cluster_yaml(model, {{w[0].get(), 0, 2}, {w[1].get(), 3, 4}}, "secret_file: " + secret));
+  Tool run("engine-run", {"--config", yaml, "-p", "Once upon a time", "-n", "4", "--json", "-t", "1"});
+  const int rc = run.wait(std::chrono::seconds(30));
+  INFO(run.err());
+  REQUIRE(rc == 0);
+  CHECK(run.err().find("accessible by group/others") != std::string::npos);
+  CHECK_NOTHROW(nlohmann::json::parse(run.out()));  // nothing but the JSON
 }

@@ -21,6 +21,7 @@
 #include <numeric>
 #include <random>
 
+#include "tools/log_to_stderr.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/pipeline/cluster.h"
 #include "gguf/shard.h"
@@ -205,6 +206,7 @@ void print_stage_stats(const std::string& test, baton::pipeline::Cluster& cluste
 }  // namespace
 
 int main(int argc, char** argv) {
+  baton::tools::log_to_stderr("engine-bench");
   CLI::App app{"Measure prompt processing and generation speed (llama-bench compatible output)"};
   Options o;
   auto* m = app.add_option("-m,--model", o.model, "GGUF model");

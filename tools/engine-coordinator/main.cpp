@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "tools/log_to_stderr.h"
 #include "engine/api/http_server.h"
 #include "engine/api/served_model.h"
 #include "engine/cluster/cluster_config.h"
@@ -32,6 +33,7 @@ std::string read_key_file(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  baton::tools::log_to_stderr("engine-coordinator");
   CLI::App app{"Serve a model (one process or a cluster of engine-workers) over an OpenAI-compatible HTTP API"};
   std::string model_path, config_path, api_key, api_key_file;
   baton::api::ServeOptions so;

@@ -7,9 +7,11 @@
 
 #include <csignal>
 
+#include "tools/log_to_stderr.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
+  baton::tools::log_to_stderr("engine-ctl");
   CLI::App app{"Operate a Baton cluster"};
   app.require_subcommand(1);
   baton::ctl::StatusArgs status;

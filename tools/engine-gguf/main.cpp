@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "tools/log_to_stderr.h"
 #include "command.h"
 
 namespace baton::tools {
@@ -42,6 +43,7 @@ void usage(std::FILE* to) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  baton::tools::log_to_stderr("engine-gguf");
   if (argc < 2) {
     usage(stderr);
     return 1;

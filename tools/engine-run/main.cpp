@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "tools/log_to_stderr.h"
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/pipeline/cluster.h"
@@ -150,6 +151,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  baton::tools::log_to_stderr("engine-run");
   CLI::App app{"Generate a continuation of a prompt with a local GGUF model"};
   Options o;
   auto* m = app.add_option("-m,--model", o.model, "GGUF model file");

@@ -25,6 +25,7 @@
 #include <thread>
 #include <tuple>
 
+#include "tools/log_to_stderr.h"
 #include "engine/base/error.h"
 #include "engine/pipeline/worker.h"
 #include "engine/registry/etcd_registry.h"
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
   o.test_write_delay = std::chrono::milliseconds(test_write_delay_ms);
   if (mmap) o.placement = baton::WeightPlacement::kMapped;
   // Logs go to stderr; stdout carries only the start line.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("engine-worker"));
+  baton::tools::log_to_stderr("engine-worker");
   // A coordinator vanishing must not kill the worker with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
 

@@ -1,0 +1,12 @@
+// Every tool logs to stderr; stdout carries only data (JSON, tables, completions, the
+// "listening on" line), so a tool's output can be piped and parsed.
+#pragma once
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace baton::tools {
+
+inline void log_to_stderr(const char* name) { spdlog::set_default_logger(spdlog::stderr_color_mt(name)); }
+
+}  // namespace baton::tools
