@@ -10,6 +10,7 @@
 // position: the rows still get the bits of the run from scratch.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 
 #include "engine/model/row_hint.h"
@@ -24,12 +25,13 @@ RowHint prompt_row_hint(size_t n_prompt, size_t pos, size_t n_batch);
 // n_batch chunk boundary.
 size_t next_prompt_piece(size_t n_prompt, size_t n_fed, size_t n_batch, size_t prefill_chunk);
 
-// The piece size when none is asked for: with several passes in flight (a pipeline of stages)
-// pieces of kAutoPromptPiece tokens keep every stage busy on one prompt (chosen by measurement,
-// docs/BENCHMARKS.md); one runner takes whole chunks.
-inline constexpr size_t kAutoPromptPiece = 32;
+// The piece size when none is asked for: with S > 1 passes in flight (a pipeline of S stages)
+// a prompt of P pieces takes (P + S - 1) piece-stage times, so longer chains want smaller pieces:
+// 128 / S tokens, within [8, 32] (32 measured best on 2 stages, docs/BENCHMARKS.md "Session 16";
+// the paper model there for 39). One runner takes whole chunks.
 inline size_t auto_prompt_piece(int n_batch, int max_in_flight) {
-  return max_in_flight > 1 ? kAutoPromptPiece : static_cast<size_t>(n_batch);
+  if (max_in_flight <= 1) return static_cast<size_t>(n_batch);
+  return std::clamp<size_t>(128 / static_cast<size_t>(max_in_flight), 8, 32);
 }
 
 // The leading positions of a prompt of n_prompt tokens whose KV rows were computed in the

@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
   app.add_option("-b,--batch-size", o.n_batch, "prompt tokens per chunk (the numerics' cut, as llama.cpp's ubatch)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--prefill-chunk", o.prefill_chunk,
-                 "prompt tokens per pass, pieces of a chunk (same bits; 0: 32 on a cluster, whole chunks locally)")
+                 "prompt tokens per pass, pieces of a chunk (same bits; 0: 128 / stages within [8, 32] on a cluster, whole chunks locally)")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("-r,--repetitions", o.reps, "repetitions per test")->check(CLI::Range(1, 1000));
   app.add_flag("--mmap", o.mmap, "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   app.add_option("--n-batch", so.scheduler.n_batch, "tokens per forward pass")->check(CLI::Range(1, 1 << 20));
   app.add_option("--prefill-chunk", so.scheduler.prefill_chunk,
                  "prompt tokens per pass: pieces of the n-batch chunks in flight at several stages at once (same "
-                 "bits; 0: 32 on a cluster, whole chunks locally)")
+                 "bits; 0: 128 / stages within [8, 32] on a cluster, whole chunks locally)")
       ->check(CLI::Range(0, 1 << 20));
   bool no_cache_prompt = false;
   app.add_flag("--no-cache-prompt", no_cache_prompt,

@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
   app.add_option("-b,--batch-size", o.n_batch, "prompt tokens per chunk: how the prompt is cut (the numerics; as llama.cpp's ubatch)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--prefill-chunk", o.prefill_chunk,
-                 "prompt tokens per pass on a pipeline (pieces of a chunk, same bits; 0: 32 on a cluster, whole chunks locally)")
+                 "prompt tokens per pass on a pipeline (pieces of a chunk, same bits; 0: 128 / stages within [8, 32] on a cluster, whole chunks locally)")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--split", o.split, "run the layers as several local stages, e.g. 2,4 (for testing splits)");
   CLI11_PARSE(app, argc, argv);
