@@ -15,10 +15,11 @@ namespace baton::kernels {
 namespace {
 
 AttendFn kernel_for(Isa isa) {
-  BATON_KERNEL_CHECK(static_cast<int>(isa) <= static_cast<int>(detected_isa()));
+  BATON_KERNEL_CHECK(isa_supported(isa));
   switch (isa) {
     case Isa::kAvx512: return avx512::attend;
-    case Isa::kAvx2: return avx2::attend;
+    case Isa::kAvx2:
+    case Isa::kAvxVnni: return avx2::attend;  // float attention: AVX2's
     case Isa::kScalar: break;
   }
   return scalar::attend;

@@ -1,8 +1,9 @@
 // The Q2_K / Q3_K / Q6_K gemms in llama.cpp's order (kq_lanes_gemm.h), built for x86-64-v3.
 #include "kernels/kq_lanes_gemm.h"
 #include "kernels/kq_lanes_kernels.h"
+#include "kernels/simd256_tier.h"
 
-namespace baton::kernels::avx2 {
+namespace baton::kernels::BATON_SIMD256_NS {
 
 void gemm_q2_k_lanes(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, float* out,
                      size_t os) {
@@ -17,4 +18,4 @@ void gemm_q6_k_lanes(int64_t k, const void* w, size_t ws, int64_t nr, const void
   kq_lanes::gemm<kq_lanes::Q6>(k, w, ws, nr, a, as, nt, out, os);
 }
 
-}  // namespace baton::kernels::avx2
+}  // namespace baton::kernels::BATON_SIMD256_NS

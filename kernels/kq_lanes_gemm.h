@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "kernels/blocks_k.h"
+#include "kernels/simd256_tier.h"
 
 namespace baton::kernels::kq_lanes {
 namespace {  // NOLINT: one copy per ISA translation unit (different -march), never shared
@@ -179,9 +180,9 @@ inline __m256 block_step(const WBlock& w, const uint8_t* ab, const __m256i* off,
   for (int c = 0; c < 8; ++c) {
     __m256i p = _mm256_maddubs_epi16(w.q[c], load32(aq + 32 * c));
     if constexpr (Fmt::kOffset != 0) p = _mm256_sub_epi16(p, _mm256_load_si256(off + c));
-    p = _mm256_madd_epi16(p, w.sv[c]);
-    if (c % 2 == 0) s0 = _mm256_add_epi32(s0, p);
-    else s1 = _mm256_add_epi32(s1, p);
+    // vpmaddwd by the scales and the add: one vpdpwssd in the AVX-VNNI tier (simd256_tier.h).
+    if (c % 2 == 0) s0 = dot256::dpwssd(s0, p, w.sv[c]);
+    else s1 = dot256::dpwssd(s1, p, w.sv[c]);
   }
   __m256i lanes = _mm256_add_epi32(s0, s1);
   if constexpr (Fmt::kBsumOffset) {
@@ -223,10 +224,9 @@ inline __m256 q6_single_step(const uint8_t* x, const uint8_t* ab, __m256 acc) {
     for (int c = 0; c < 4; ++c) {
       const __m256i pick = _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>(((4 * c + 1) << 8) | (4 * c))),
                                              _mm_set1_epi16(static_cast<int16_t>(((4 * c + 3) << 8) | (4 * c + 2))));
-      const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q[c], load32(aq + 128 * h + 32 * c)),
-                                          _mm256_shuffle_epi8(sc, pick));
-      if (c % 2 == 0) s0 = _mm256_add_epi32(s0, p);
-      else s1 = _mm256_add_epi32(s1, p);
+      const __m256i p = _mm256_maddubs_epi16(q[c], load32(aq + 128 * h + 32 * c));
+      if (c % 2 == 0) s0 = dot256::dpwssd(s0, p, _mm256_shuffle_epi8(sc, pick));
+      else s1 = dot256::dpwssd(s1, p, _mm256_shuffle_epi8(sc, pick));
     }
   }
   // lane L -= 32 * (sc[2L] * bsums[2L] + sc[2L + 1] * bsums[2L + 1]).

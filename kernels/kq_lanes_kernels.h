@@ -19,6 +19,7 @@ namespace baton::kernels {
   }
 
 BATON_KQ_LANES_DECLARE(avx2)    // AVX2 + FMA + F16C (x86-64-v3)
+BATON_KQ_LANES_DECLARE(avxvnni)  // the same code with AVX-VNNI (simd256_tier.h)
 BATON_KQ_LANES_DECLARE(avx512)  // built for x86-64-v4: the same 256-bit arithmetic, EVEX encodings
 
 #undef BATON_KQ_LANES_DECLARE

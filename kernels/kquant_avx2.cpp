@@ -15,7 +15,7 @@
 #include "kernels/kquant_rows256.h"
 #include "kernels/kquant_unpack.h"
 
-namespace baton::kernels::avx2 {
+namespace baton::kernels::BATON_SIMD256_NS {
 namespace {
 
 using kq::Kind;
@@ -114,5 +114,6 @@ void quantize_q8_k(const float* src, void* dst, int64_t n) {
 // ---- entry points ---------------------------------------------------------------------------
 
 #include "kernels/kquant_entry_points.inc"
+#include "kernels/simd256_tier.h"
 
-}  // namespace baton::kernels::avx2
+}  // namespace baton::kernels::BATON_SIMD256_NS

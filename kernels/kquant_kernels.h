@@ -61,21 +61,25 @@ void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const 
                int64_t n_tok, float* out, size_t out_stride);
 }  // namespace scalar
 
-// AVX2 + FMA + F16C (x86-64-v3).
-namespace avx2 {
-void dequantize_q2_k(const void* src, float* dst, int64_t n);
-void dequantize_q3_k(const void* src, float* dst, int64_t n);
-void dequantize_q4_k(const void* src, float* dst, int64_t n);
-void dequantize_q5_k(const void* src, float* dst, int64_t n);
-void dequantize_q6_k(const void* src, float* dst, int64_t n);
-void quantize_q8_k(const float* src, void* dst, int64_t n);
-void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
-void gemm_q4_k_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                       int64_t n_tok, float* out, size_t out_stride);
-void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
-}  // namespace avx2
+// AVX2 + FMA + F16C (x86-64-v3); avxvnni: the same code built with AVX-VNNI (simd256_tier.h).
+#define BATON_KQUANT_SIMD256_DECLARE(ns)                                                                         \
+  namespace ns {                                                                                                 \
+  void dequantize_q2_k(const void* src, float* dst, int64_t n);                                                  \
+  void dequantize_q3_k(const void* src, float* dst, int64_t n);                                                  \
+  void dequantize_q4_k(const void* src, float* dst, int64_t n);                                                  \
+  void dequantize_q5_k(const void* src, float* dst, int64_t n);                                                  \
+  void dequantize_q6_k(const void* src, float* dst, int64_t n);                                                  \
+  void quantize_q8_k(const float* src, void* dst, int64_t n);                                                    \
+  void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,      \
+                 int64_t n_tok, float* out, size_t out_stride);                                                  \
+  void gemm_q4_k_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,               \
+                         size_t a_stride, int64_t n_tok, float* out, size_t out_stride);                         \
+  void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,      \
+                 int64_t n_tok, float* out, size_t out_stride);                                                  \
+  }
+BATON_KQUANT_SIMD256_DECLARE(avx2)
+BATON_KQUANT_SIMD256_DECLARE(avxvnni)
+#undef BATON_KQUANT_SIMD256_DECLARE
 
 // AVX-512 F/BW/VL/DQ (x86-64-v4). The *_vnni gemms also need AVX512-VNNI (has_avx512_vnni()):
 // they run the decode row kernel with vpdpbusd for n_tok = 1 and switch to a token-parallel

@@ -16,6 +16,9 @@
 //
 // Each row's super-blocks are unpacked once per call (into this thread's scratch) and reused by
 // every token group. Included by files built for x86-64-v3 or higher; internal linkage per ISA.
+// The AVX-VNNI tier's copy (simd256_tier.h) adds the 8 products of a sub-block with vpdpbusd
+// straight into int32 (|sum| <= 32 * 15 * 128 = 61440) and applies the scale with one vpmulld:
+// the same exact integer sums.
 #pragma once
 
 #include <immintrin.h>
@@ -28,6 +31,7 @@
 #include "kernels/kernel_scratch.h"
 #include "kernels/kquant_rows256.h"
 #include "kernels/kquant_unpack.h"
+#include "kernels/simd256_tier.h"
 
 namespace baton::kernels::kq {
 namespace {
@@ -98,14 +102,17 @@ inline __m256 q4k_row_tok8(int64_t nb, const Unpacked* u, const Tok8Block* act) 
     for (int p = 0; p < 4; ++p) {
       __m256i sp = _mm256_setzero_si256();
       for (int j = 2 * p; j < 2 * p + 2; ++j) {
-        __m256i s16 = _mm256_setzero_si256();
+        __m256i s = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int q = 0; q < 8; ++q) {
           const __m256i wq = _mm256_set1_epi32(load_i32(w.q + 32 * j + 4 * q));
-          s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq, _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q[8 * j + q]))));
-          __asm__("" : "+x"(s16));  // a chain: reassociated, all 8 products were live at once
+          const __m256i aq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q[8 * j + q]));
+          if constexpr (dot256::kVnni) s = dot256::dpbusd(s, wq, aq);
+          else s = _mm256_add_epi16(s, _mm256_maddubs_epi16(wq, aq));
+          __asm__("" : "+x"(s));  // a chain: reassociated, all 8 products were live at once
         }
-        sp = _mm256_add_epi32(sp, _mm256_madd_epi16(s16, _mm256_set1_epi16(w.sc[2 * j])));
+        if constexpr (dot256::kVnni) sp = _mm256_add_epi32(sp, _mm256_mullo_epi32(s, _mm256_set1_epi32(w.sc[2 * j])));
+        else sp = dot256::dpwssd(sp, s, _mm256_set1_epi16(w.sc[2 * j]));
       }
       const int32_t mins = static_cast<int32_t>(static_cast<uint16_t>(w.corr[4 * p]) |
                                                 (static_cast<uint32_t>(static_cast<uint16_t>(w.corr[4 * p + 2])) << 16));

@@ -25,6 +25,7 @@
 #include "kernels/kernel_scratch.h"
 #include "kernels/kquant_unpack.h"
 #include "kernels/prefetch_l2.h"
+#include "kernels/simd256_tier.h"
 
 namespace baton::kernels::kq {
 namespace {
@@ -101,12 +102,14 @@ inline __m256i q4k_pair_scales(__m256i head) {
   return _mm256_or_si256(low, high);
 }
 
-// Sub-block I's scale as 8 int16 words per lane (A's in lane 0, B's in lane 1).
-template <int I>
+// Sub-block I's scale as 8 int16 words per lane (A's in lane 0, B's in lane 1); kLowWords: in the
+// low word of each dword only (the high word 0), to scale int32 sums that fit int16.
+template <int I, bool kLowWords = false>
 inline __m256i q4k_pair_scale(__m256i sm) {
   constexpr char z = -128, j = I < 4 ? I : I + 4;  // vpshufb: -128 gives a zero byte
-  return _mm256_shuffle_epi8(sm, _mm256_setr_epi8(j, z, j, z, j, z, j, z, j, z, j, z, j, z, j, z,  //
-                                                  j, z, j, z, j, z, j, z, j, z, j, z, j, z, j, z));
+  constexpr char h = kLowWords ? z : j;
+  return _mm256_shuffle_epi8(sm, _mm256_setr_epi8(j, z, h, z, j, z, h, z, j, z, h, z, j, z, h, z,  //
+                                                  j, z, h, z, j, z, h, z, j, z, h, z, j, z, h, z));
 }
 
 // Chunk C (quant bytes 32C..32C+31: sub-blocks 2C and 2C+1) of rows A and B: 8 dwords, A's 4
@@ -117,6 +120,16 @@ inline __m256i q4k_pair_chunk(const uint8_t* wa, const uint8_t* wb, const uint8_
   const __m256i va = load32(wa + offsetof(BlockQ4K, qs) + 32 * C), vb = load32(wb + offsetof(BlockQ4K, qs) + 32 * C);
   const __m256i x = _mm256_permute2x128_si256(va, vb, 0x20), y = _mm256_permute2x128_si256(va, vb, 0x31);
   const uint8_t* a = act + 128 * C;
+  if constexpr (dot256::kVnni) {
+    // AVX-VNNI tier: a sub-block's 8 products per dword by two vpdpbusd (|sum| <= 8 * 15 * 128 =
+    // 15360: the dword is its low int16 word sign-extended), scaled by vpmaddwd against (scale, 0).
+    const __m256i z = _mm256_setzero_si256();
+    const __m256i lo = dot256::dpbusd(dot256::dpbusd(z, _mm256_and_si256(x, low4), load32(a)),
+                                      _mm256_and_si256(y, low4), load32(a + 32));
+    const __m256i hi = dot256::dpbusd(dot256::dpbusd(z, _mm256_and_si256(_mm256_srli_epi16(x, 4), low4), load32(a + 64)),
+                                      _mm256_and_si256(_mm256_srli_epi16(y, 4), low4), load32(a + 96));
+    return dot256::dpwssd(_mm256_madd_epi16(lo, q4k_pair_scale<2 * C, true>(sm)), hi, q4k_pair_scale<2 * C + 1, true>(sm));
+  }
   const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(x, low4), load32(a)),
                                       _mm256_maddubs_epi16(_mm256_and_si256(y, low4), load32(a + 32)));
   const __m256i hi = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(x, 4), low4), load32(a + 64)),
@@ -205,8 +218,8 @@ inline __m256i q5k_row_chunk(const uint8_t* w, const uint8_t* aq, __m256i qh, co
   const __m256i g = shift16<4 - 2 * C>(qh);
   const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, low4), _mm256_and_si256(g, bit4));
   const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 3), high4x2), _mm256_and_si256(g, bit5));
-  return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(lo, load32(aq + 64 * C)), _mm256_set1_epi32(sd[0])),
-                          _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load32(aq + 64 * C + 32)), _mm256_set1_epi32(sd[1])));
+  return dot256::dpwssd(_mm256_madd_epi16(_mm256_maddubs_epi16(lo, load32(aq + 64 * C)), _mm256_set1_epi32(sd[0])),
+                        _mm256_maddubs_epi16(hi, load32(aq + 64 * C + 32)), _mm256_set1_epi32(sd[1]));
 }
 
 // One row's 8 integer lanes of a super-block; s03 / s47: its scale dwords of sub-blocks 0..3 / 4..7.

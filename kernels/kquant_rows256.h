@@ -15,6 +15,7 @@
 
 #include "kernels/blocks_k.h"
 #include "kernels/kquant_unpack.h"
+#include "kernels/simd256_tier.h"
 
 namespace baton::kernels::kq {
 namespace {
@@ -122,7 +123,7 @@ void gemm_tile256(int64_t nb, const uint8_t* const* w, size_t w_stride, const ui
           const __m256i sc = chunk_scales256(u[r], c);
           for (int t = 0; t < T; ++t) {
             const __m256i aq = load32(ab[t] + offsetof(BlockQ8K, qs) + 32 * c);
-            sum[r * T + t] = _mm256_add_epi32(sum[r * T + t], _mm256_madd_epi16(_mm256_maddubs_epi16(wq, aq), sc));
+            sum[r * T + t] = dot256::dpwssd(sum[r * T + t], _mm256_maddubs_epi16(wq, aq), sc);
           }
         }
       }

@@ -41,10 +41,15 @@ void gemm_q5_k_x16_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_row
                         int64_t n_tok, float* out, size_t out_stride);
 }  // namespace avx512
 
+// Q5_K in the x16p layout (q5k_x16p_avx2.cpp), bitwise the Q5_K gemm; avxvnni: the same code
+// built with AVX-VNNI (simd256_tier.h).
 namespace avx2 {
-// Q5_K in the x16p layout (q5k_x16p_avx2.cpp), bitwise the Q5_K gemm.
 void gemm_q5_k_x16p(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                    int64_t n_tok, float* out, size_t out_stride);
 }  // namespace avx2
+namespace avxvnni {
+void gemm_q5_k_x16p(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                   int64_t n_tok, float* out, size_t out_stride);
+}  // namespace avxvnni
 
 }  // namespace baton::kernels

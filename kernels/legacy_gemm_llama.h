@@ -9,8 +9,9 @@
 // Every (row, token) output runs the same float operations whatever tile it falls in, so the
 // results are batch invariant and bitwise equal to the scalar reference on every ISA.
 //
-// Included by legacy_gemm_avx2.cpp (x86-64-v3), legacy_gemm_avx512.cpp (x86-64-v4) and
-// legacy_gemm_vnni_avx512.cpp (+VNNI, kVnni = true: dpbusd gives the same int32 lanes).
+// Included by legacy_gemm_avx2.cpp (x86-64-v3; built a second time for the AVX-VNNI tier with
+// kVnni = true), legacy_gemm_avx512.cpp (x86-64-v4) and legacy_gemm_vnni_avx512.cpp (+VNNI,
+// kVnni = true): dpbusd gives the same int32 lanes as maddubs + madd.
 // Everything here has internal linkage, so each ISA's copy stays in its own translation unit.
 #pragma once
 

@@ -61,6 +61,22 @@ BATON_LEGACY_KERNELS_DECL
 BATON_Q4_0_X16_DECL()
 }  // namespace avx2
 
+// The AVX2 gemms built with AVX-VNNI (simd256_tier.h: vpdpbusd, the same int32 lanes); the
+// AVX-VNNI tier converts with avx2::'s functions.
+namespace avxvnni {
+void gemm_q4_0(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q4_1(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q5_0(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q5_1(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+void gemm_q8_0(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride);
+BATON_Q4_0_X16_DECL()
+}  // namespace avxvnni
+
 namespace avx512 {
 BATON_LEGACY_KERNELS_DECL
 BATON_Q4_0_X16_DECL()

@@ -17,7 +17,8 @@
 // prefetching ahead only lost).
 //
 // Without VNNI the 8 maddubs results are summed in int16: each is a pair of products
-// (|n a| <= 15 * 128), 16 products per int16 lane: |sum| <= 30720, exact.
+// (|n a| <= 15 * 128), 16 products per int16 lane: |sum| <= 30720, exact. With VNNI (AVX512-VNNI,
+// or the AVX-VNNI tier's copy of the AVX2 build) dpbusd adds them to int32 lanes that start at bias.
 // Included by legacy_gemm_{avx2,avx512,vnni_avx512}.cpp; internal linkage per ISA.
 #pragma once
 
@@ -98,7 +99,6 @@ void q4_0_x16_group(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_str
 template <bool kVnni, int T>
 void q4_0_x16_group(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, const Q4Act* info, float* out,
                     size_t out_stride) {
-  static_assert(!kVnni, "the AVX2 build has no VNNI variant");
   static_assert(T <= 2, "register budget: T <= 2 (kQ4Toks)");
   const __m256i m15 = _mm256_set1_epi8(15);
   __m256 acc[2][T];
@@ -109,7 +109,8 @@ void q4_0_x16_group(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_str
     const uint8_t* qb = db + 32;
     __m256i p[2][T];
 #pragma GCC unroll 2
-    for (int t = 0; t < T; ++t) p[0][t] = p[1][t] = _mm256_setzero_si256();
+    for (int t = 0; t < T; ++t)
+      p[0][t] = p[1][t] = kVnni ? _mm256_set1_epi32(info[t * nb + i].bias) : _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       __m256i alo[T], ahi[T];
@@ -126,8 +127,13 @@ void q4_0_x16_group(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_str
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m15);
 #pragma GCC unroll 2
         for (int t = 0; t < T; ++t) {
-          p[h][t] = _mm256_add_epi16(p[h][t], _mm256_maddubs_epi16(lo, alo[t]));
-          p[h][t] = _mm256_add_epi16(p[h][t], _mm256_maddubs_epi16(hi, ahi[t]));
+          if constexpr (kVnni) {
+            p[h][t] = _mm256_dpbusd_epi32(p[h][t], lo, alo[t]);
+            p[h][t] = _mm256_dpbusd_epi32(p[h][t], hi, ahi[t]);
+          } else {
+            p[h][t] = _mm256_add_epi16(p[h][t], _mm256_maddubs_epi16(lo, alo[t]));
+            p[h][t] = _mm256_add_epi16(p[h][t], _mm256_maddubs_epi16(hi, ahi[t]));
+          }
           // Keeps the sum a chain: reassociated into a tree, all 16 products were live at once
           // and the accumulators spilled.
           __asm__("" : "+x"(p[h][t]));
@@ -141,7 +147,8 @@ void q4_0_x16_group(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_str
       for (int t = 0; t < T; ++t) {
         const Q4Act& ai = info[t * nb + i];
         const __m256i sum =
-            _mm256_add_epi32(_mm256_madd_epi16(p[h][t], _mm256_set1_epi16(1)), _mm256_set1_epi32(ai.bias));
+            kVnni ? p[h][t]
+                  : _mm256_add_epi32(_mm256_madd_epi16(p[h][t], _mm256_set1_epi16(1)), _mm256_set1_epi32(ai.bias));
         acc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(ai.d)), acc[h][t]);
       }
     }

@@ -12,7 +12,8 @@ namespace baton::kernels {
 const OpsTable& ops_table(Isa isa) {
   switch (isa) {
     case Isa::kAvx512: return avx512::kOpsTable;
-    case Isa::kAvx2: return avx2::kOpsTable;
+    case Isa::kAvx2:
+    case Isa::kAvxVnni: return avx2::kOpsTable;  // float row ops: nothing for VNNI to do
     case Isa::kScalar: break;
   }
   return scalar::kOpsTable;

@@ -32,8 +32,9 @@
 #include "kernels/kernel_scratch.h"
 #include "kernels/kquant_x16.h"
 #include "kernels/prefetch_l2.h"
+#include "kernels/simd256_tier.h"
 
-namespace baton::kernels::avx2 {
+namespace baton::kernels::BATON_SIMD256_NS {
 namespace {
 
 constexpr int64_t kRows = 16;
@@ -133,7 +134,7 @@ inline __m256i lane_sum(const __m256i (&q)[8], const uint8_t* ap, const HalfScal
                                          _mm256_maddubs_epi16(q[4 * p + 2], bcast_at(a + 8)));
     const __m256i h16 = _mm256_add_epi16(_mm256_maddubs_epi16(q[4 * p + 1], bcast_at(a + 4)),
                                          _mm256_maddubs_epi16(q[4 * p + 3], bcast_at(a + 12)));
-    sum = _mm256_add_epi32(sum, _mm256_add_epi32(_mm256_madd_epi16(l16, s.lo[p]), _mm256_madd_epi16(h16, s.hi[p])));
+    sum = dot256::dpwssd(dot256::dpwssd(sum, l16, s.lo[p]), h16, s.hi[p]);
   }
   return sum;
 }
@@ -164,7 +165,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* act, const
         const uint32_t* pairs = sp[t] + static_cast<size_t>(b) * kBsumPairsPerBlock;
         __m256i summ = _mm256_setzero_si256();
         for (int p = 0; p < kBsumPairsPerBlock; ++p)
-          summ = _mm256_add_epi32(summ, _mm256_madd_epi16(s.mp[p], bcast(static_cast<int32_t>(pairs[p]))));
+          summ = dot256::dpwssd(summ, s.mp[p], bcast(static_cast<int32_t>(pairs[p])));
         d[t] = _mm256_mul_ps(s.dw, _mm256_set1_ps(dt));
         summs[h][t] =
             _mm256_fmadd_ps(_mm256_mul_ps(s.dmw, _mm256_set1_ps(-dt)), _mm256_cvtepi32_ps(summ), summs[h][t]);
@@ -274,4 +275,4 @@ void gemm_q5_k_x16p(int64_t k, const void* w, size_t w_stride, int64_t n_rows, c
   }
 }
 
-}  // namespace baton::kernels::avx2
+}  // namespace baton::kernels::BATON_SIMD256_NS

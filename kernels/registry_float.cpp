@@ -35,7 +35,8 @@ constexpr TypeOps kBF16[] = {
 }  // namespace
 
 const TypeOps* float_type_ops(GgmlType type, Isa isa) {
-  const int i = static_cast<int>(isa);
+  if (isa == Isa::kAvxVnni) isa = Isa::kAvx2;  // no int8 dot products here: AVX2's kernels
+  const int i = isa == Isa::kAvx512 ? 2 : static_cast<int>(isa);  // rows: scalar, avx2, avx512
   if (i < 0 || i > 2) return nullptr;
   switch (type) {
     case GgmlType::kF32: return &kF32[i];

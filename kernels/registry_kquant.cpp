@@ -64,6 +64,18 @@ constexpr TypeOps kAvx2[] = {
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx2::quantize_q8_k, nullptr},
 };
 
+// The AVX-VNNI tier: the AVX2 gemms built with vpdpbusd / vpdpwssd (simd256_tier.h), same bits.
+constexpr TypeOps kAvxVnni[] = {
+    weight_ops(GgmlType::kQ2_K, avx2::dequantize_q2_k, scalar::quantize_q2_k_ref, avxvnni::gemm_q2_k_lanes),
+    weight_ops(GgmlType::kQ3_K, avx2::dequantize_q3_k, scalar::quantize_q3_k_ref, avxvnni::gemm_q3_k_lanes),
+    with_grouped(weight_ops(GgmlType::kQ4_K, avx2::dequantize_q4_k, scalar::quantize_q4_k_ref, avxvnni::gemm_q4_k),
+                 avxvnni::gemm_q4_k_grouped),
+    with_q5k_layout(weight_ops(GgmlType::kQ5_K, avx2::dequantize_q5_k, scalar::quantize_q5_k_ref, avxvnni::gemm_q5_k),
+                    scalar::repack_q5_k_x16p, scalar::unrepack_q5_k_x16p, avxvnni::gemm_q5_k_x16p),
+    weight_ops(GgmlType::kQ6_K, avx2::dequantize_q6_k, scalar::quantize_q6_k_ref, avxvnni::gemm_q6_k_lanes),
+    TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx2::quantize_q8_k, nullptr},
+};
+
 constexpr TypeOps kAvx512[] = {
     weight_ops(GgmlType::kQ2_K, avx512::dequantize_q2_k, scalar::quantize_q2_k_ref, avx512::gemm_q2_k_lanes),
     weight_ops(GgmlType::kQ3_K, avx512::dequantize_q3_k, scalar::quantize_q3_k_ref, avx512::gemm_q3_k_lanes),
@@ -103,6 +115,7 @@ const TypeOps* find_in(const TypeOps (&table)[6], GgmlType type) {
 const TypeOps* k_quant_type_ops(GgmlType type, Isa isa) {
   switch (isa) {
     case Isa::kAvx512: return find_in(has_avx512_vnni() ? kAvx512Vnni : kAvx512, type);
+    case Isa::kAvxVnni: return find_in(kAvxVnni, type);
     case Isa::kAvx2: return find_in(kAvx2, type);
     case Isa::kScalar: break;
   }

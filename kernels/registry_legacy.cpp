@@ -32,6 +32,17 @@ constexpr IsaFns kAvx512Fns = {
     avx512::gemm_q4_1,       avx512::gemm_q5_0,       avx512::gemm_q5_1,
     avx512::gemm_q8_0};
 
+// The AVX-VNNI tier: AVX2's conversions, the AVX2 gemms built with vpdpbusd (simd256_tier.h).
+IsaFns avxvnni_fns() {
+  IsaFns f = kAvx2Fns;
+  f.g4_0 = avxvnni::gemm_q4_0;
+  f.g4_1 = avxvnni::gemm_q4_1;
+  f.g5_0 = avxvnni::gemm_q5_0;
+  f.g5_1 = avxvnni::gemm_q5_1;
+  f.g8_0 = avxvnni::gemm_q8_0;
+  return f;
+}
+
 IsaFns with_vnni(IsaFns f) {
   f.g4_0 = avx512::gemm_q4_0_vnni;
   f.g4_1 = avx512::gemm_q4_1_vnni;
@@ -43,14 +54,17 @@ IsaFns with_vnni(IsaFns f) {
 
 enum Slot { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ8_1, kSlots };
 
+constexpr int kIsas = 4;  // rows indexed by Isa: scalar, avx2, avxvnni, avx512
+
 struct Table {
-  TypeOps ops[3][kSlots];
+  TypeOps ops[kIsas][kSlots];
 };
 
 Table build() {
   Table t;
-  const IsaFns fns[3] = {kScalarFns, kAvx2Fns, has_avx512_vnni() ? with_vnni(kAvx512Fns) : kAvx512Fns};
-  for (int i = 0; i < 3; ++i) {
+  const IsaFns fns[kIsas] = {kScalarFns, kAvx2Fns, avxvnni_fns(),
+                             has_avx512_vnni() ? with_vnni(kAvx512Fns) : kAvx512Fns};
+  for (int i = 0; i < kIsas; ++i) {
     const IsaFns& f = fns[i];
     t.ops[i][kQ4_0] = {GgmlType::kQ4_0, GgmlType::kQ8_0, f.dq4_0, scalar::quantize_q4_0_ref, f.g4_0};
     t.ops[i][kQ4_1] = {GgmlType::kQ4_1, GgmlType::kQ8_1, f.dq4_1, scalar::quantize_q4_1_ref, f.g4_1};
@@ -60,9 +74,9 @@ Table build() {
     t.ops[i][kQ8_1] = {GgmlType::kQ8_1, GgmlType::kQ8_1, f.dq8_1, f.q8_1, nullptr};
   }
   // Q4_0 weights repacked into 16-row groups at load (legacy_q4_0_x16.h); not on scalar.
-  const GemmFn x16[3] = {nullptr, avx2::gemm_q4_0_x16,
-                         has_avx512_vnni() ? avx512::gemm_q4_0_x16_vnni : avx512::gemm_q4_0_x16};
-  for (int i = 1; i < 3; ++i) {
+  const GemmFn x16[kIsas] = {nullptr, avx2::gemm_q4_0_x16, avxvnni::gemm_q4_0_x16,
+                             has_avx512_vnni() ? avx512::gemm_q4_0_x16_vnni : avx512::gemm_q4_0_x16};
+  for (int i = 1; i < kIsas; ++i) {
     t.ops[i][kQ4_0].repack_rows = 16;
     t.ops[i][kQ4_0].repack = scalar::repack_q4_0_x16;
     t.ops[i][kQ4_0].unrepack = scalar::unrepack_q4_0_x16;
@@ -76,7 +90,7 @@ Table build() {
 const TypeOps* legacy_quant_type_ops(GgmlType type, Isa isa) {
   static const Table table = build();
   const int i = static_cast<int>(isa);
-  if (i < 0 || i > 2) return nullptr;
+  if (i < 0 || i >= kIsas) return nullptr;
   switch (type) {
     case GgmlType::kQ4_0: return &table.ops[i][kQ4_0];
     case GgmlType::kQ4_1: return &table.ops[i][kQ4_1];

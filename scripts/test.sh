@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds Release and an ASan+UBSan build,
 # runs every test in the first, the gguf/net/engine tests in the second, and the kernel and
-# engine tests once more with the scalar kernels forced.
+# engine tests once more with the scalar kernels forced (and with the AVX-VNNI tier where the CPU
+# has AVX-VNNI).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -19,6 +20,11 @@ cmake --build build -j "$jobs"
 (cd build && ctest --output-on-failure -j "$jobs" --timeout 600)
 
 (cd build && BATON_ISA=scalar ctest --output-on-failure -j "$jobs" -L 'kernels|engine' --timeout 600)
+# The AVX-VNNI tier (Intel 12th-gen+ laptops) under the engine's golden tests, where the CPU has
+# AVX-VNNI; an AVX-512 machine picks avx512 by itself, so the tier runs only when asked for.
+if grep -qw avx_vnni /proc/cpuinfo; then
+  (cd build && BATON_ISA=avxvnni ctest --output-on-failure -j "$jobs" -L 'kernels|engine' --timeout 600)
+fi
 
 # -O0 without debug info (the kernels stay at -O1, kernels/CMakeLists.txt): the sanitizers need
 # no more; against -O1 it compiles ~40 % faster and the tests run ~30 s longer.

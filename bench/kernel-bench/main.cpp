@@ -1,6 +1,6 @@
 // kernel-bench: one row per op × type × shape × ISA × threads, with time, GB/s or GFLOP/s and
 // the percentage of this machine's measured peak (read bandwidth or f32 FMA throughput,
-// measured first). Usage: kernel-bench [--types q4_0,q8_0] [--isa avx2,avx512]
+// measured first). Usage: kernel-bench [--types q4_0,q8_0] [--isa avx2,avxvnni,avx512]
 // [--threads 1,2] [--reps 15] [--sections membw,pool,ops,matvec,batch,attention,onednn]
 // [--batch 128] [--token-tiles 32,128].
 #include <CLI/CLI.hpp>
@@ -51,7 +51,7 @@ BenchOptions parse(int argc, char** argv) {
   std::string types, isas, threads, sections = "membw,pool,ops,matvec,batch,attention,onednn";
   BenchOptions opt;
   app.add_option("--types", types, "comma-separated ggml types (default: every type with kernels)");
-  app.add_option("--isa", isas, "comma-separated ISAs among scalar,avx2,avx512 (default: all this CPU runs)");
+  app.add_option("--isa", isas, "comma-separated ISAs among scalar,avx2,avxvnni,avx512 (default: all this CPU runs)");
   app.add_option("--threads", threads, "comma-separated thread counts (default: 1 and the core count)");
   app.add_option("--reps", opt.reps, "repetitions per case; the median is reported");
   app.add_option("--budget", opt.budget_s, "seconds after which a case stops repeating (min 3 runs)");
@@ -71,14 +71,13 @@ BenchOptions parse(int argc, char** argv) {
   }
   for (const auto& i : split(isas)) {
     auto isa = kernels::parse_isa(i);
-    if (!isa) fail("--isa: '{}' is not one of scalar, avx2, avx512", i);
-    if (static_cast<int>(*isa) > static_cast<int>(kernels::detected_isa()))
-      fail("--isa: this CPU does not support {}", i);
+    if (!isa) fail("--isa: '{}' is not one of scalar, avx2, avxvnni, avx512", i);
+    if (!kernels::isa_supported(*isa)) fail("--isa: this CPU does not support {}", i);
     opt.isas.push_back(*isa);
   }
   if (opt.isas.empty())
-    for (auto isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512})
-      if (static_cast<int>(isa) <= static_cast<int>(kernels::detected_isa())) opt.isas.push_back(isa);
+    for (auto isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvxVnni, kernels::Isa::kAvx512})
+      if (kernels::isa_supported(isa)) opt.isas.push_back(isa);
   for (const auto& t : split(threads)) {
     const int n = std::stoi(t);
     if (n < 1) fail("--threads: {} is not a positive thread count", t);

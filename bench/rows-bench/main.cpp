@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   std::string isa_name = "avx512";
   app.add_option("--ntok", ntoks, "token counts")->delimiter(',');
   app.add_option("--reps", reps, "calls per case (the minimum is shown)");
-  app.add_option("--isa", isa_name, "scalar, avx2 or avx512");
+  app.add_option("--isa", isa_name, "scalar, avx2, avxvnni or avx512");
   std::string order = "single";
   app.add_option("--order", order, "single (decode rows) or grouped (Q4_K prompt rows)")
       ->check(CLI::IsMember({"single", "grouped"}));

@@ -15,11 +15,11 @@
 
 namespace baton::test {
 
-// scalar, then every higher variant the CPU supports.
+// scalar, then every higher variant the CPU supports (avxvnni only where it has AVX-VNNI).
 inline std::vector<kernels::Isa> available_isas() {
   std::vector<kernels::Isa> isas;
   for (int i = 0; i <= static_cast<int>(kernels::detected_isa()); ++i)
-    isas.push_back(static_cast<kernels::Isa>(i));
+    if (kernels::isa_supported(static_cast<kernels::Isa>(i))) isas.push_back(static_cast<kernels::Isa>(i));
   return isas;
 }
 

@@ -128,6 +128,7 @@ struct GroupedVariant {
 std::vector<GroupedVariant> grouped_variants() {
   std::vector<GroupedVariant> v{{"scalar", kernels::scalar::gemm_q4_k_grouped}};
   if (cpu_has(kernels::Isa::kAvx2)) v.push_back({"avx2", kernels::avx2::gemm_q4_k_grouped});
+  if (cpu_has(kernels::Isa::kAvxVnni)) v.push_back({"avxvnni", kernels::avxvnni::gemm_q4_k_grouped});
   if (cpu_has(kernels::Isa::kAvx512)) v.push_back({"avx512", kernels::avx512::gemm_q4_k_grouped});
   if (kernels::has_avx512_vnni()) v.push_back({"avx512vnni", kernels::avx512::gemm_q4_k_grouped_vnni});
   return v;
@@ -208,7 +209,7 @@ TEST_CASE("every ISA's Q4_K grouped gemm returns the scalar bits and is batch in
 }
 
 TEST_CASE("the type table serves Q4_K with a grouped gemm and Q5_K without") {
-  for (auto isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+  for (auto isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvxVnni, kernels::Isa::kAvx512}) {
     if (!cpu_has(isa)) continue;
     const auto* q4 = kernels::find_type_ops(GgmlType::kQ4_K, isa);
     const auto* q5 = kernels::find_type_ops(GgmlType::kQ5_K, isa);

@@ -50,10 +50,11 @@ struct Format {
   uint32_t expected[kTok * kRows];  // out[t * kRows + r] as llama.cpp computes it
 };
 
-std::vector<GemmFn> variants(GemmFn scalar_fn, GemmFn avx2_fn, GemmFn avx512_fn) {
+std::vector<GemmFn> variants(GemmFn scalar_fn, GemmFn avx2_fn, GemmFn avxvnni_fn, GemmFn avx512_fn) {
   std::vector<GemmFn> v{scalar_fn};
-  if (static_cast<int>(detected_isa()) >= static_cast<int>(Isa::kAvx2)) v.push_back(avx2_fn);
-  if (static_cast<int>(detected_isa()) >= static_cast<int>(Isa::kAvx512)) v.push_back(avx512_fn);
+  if (isa_supported(Isa::kAvx2)) v.push_back(avx2_fn);
+  if (isa_supported(Isa::kAvxVnni)) v.push_back(avxvnni_fn);
+  if (isa_supported(Isa::kAvx512)) v.push_back(avx512_fn);
   return v;
 }
 
@@ -63,13 +64,13 @@ std::vector<Format> formats() {
   // quantize_row_q*_K_ref and quantize_row_q8_K (whose bytes ours equal).
   return {
       {"Q2_K", sizeof(BlockQ2K), scalar::quantize_q2_k_ref,
-       variants(scalar::gemm_q2_k, avx2::gemm_q2_k_lanes, avx512::gemm_q2_k_lanes),
+       variants(scalar::gemm_q2_k, avx2::gemm_q2_k_lanes, avxvnni::gemm_q2_k_lanes, avx512::gemm_q2_k_lanes),
        {0x4482a59du, 0x42b169f4u, 0xc44cc78au, 0xc42bf2a8u, 0x449f6534u, 0xc461b320u, 0xc3c7300eu, 0xc4ecbcc8u}},
       {"Q3_K", sizeof(BlockQ3K), scalar::quantize_q3_k_ref,
-       variants(scalar::gemm_q3_k, avx2::gemm_q3_k_lanes, avx512::gemm_q3_k_lanes),
+       variants(scalar::gemm_q3_k, avx2::gemm_q3_k_lanes, avxvnni::gemm_q3_k_lanes, avx512::gemm_q3_k_lanes),
        {0x44533d0eu, 0x434dcfd8u, 0xc423a345u, 0xc44a6740u, 0x44c1b1e5u, 0xc404230bu, 0xc3c96762u, 0xc502f7fau}},
       {"Q6_K", sizeof(BlockQ6K), scalar::quantize_q6_k_ref,
-       variants(scalar::gemm_q6_k, avx2::gemm_q6_k_lanes, avx512::gemm_q6_k_lanes),
+       variants(scalar::gemm_q6_k, avx2::gemm_q6_k_lanes, avxvnni::gemm_q6_k_lanes, avx512::gemm_q6_k_lanes),
        {0x4477f56eu, 0x43516018u, 0xc43dda97u, 0xc438338eu, 0x44b4d956u, 0xc4106074u, 0xc3e27dc9u, 0xc5014c24u}},
   };
 }
@@ -163,14 +164,15 @@ TEST_CASE("a hand-encoded Q6_K row follows the 8-lane order, not one float chain
     const float expected = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
     orders_differ += bits(expected) != bits(chain);
     const size_t w_bytes = w.size(), a_bytes = a.size();
-    for (GemmFn g : variants(scalar::gemm_q6_k, avx2::gemm_q6_k_lanes, avx512::gemm_q6_k_lanes)) {
+    for (GemmFn g :
+         variants(scalar::gemm_q6_k, avx2::gemm_q6_k_lanes, avxvnni::gemm_q6_k_lanes, avx512::gemm_q6_k_lanes)) {
       float out = 0.0f;
       g(kBlocks * kQK_K, w.data(), w_bytes, 1, a.data(), a_bytes, 1, &out, 1);
       CHECK(bits(out) == bits(expected));
     }
     // The registry serves the same kernels on every ISA.
-    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
-      if (static_cast<int>(detected_isa()) < static_cast<int>(isa)) continue;
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
+      if (!isa_supported(isa)) continue;
       float out = 0.0f;
       find_type_ops(GgmlType::kQ6_K, isa)->gemm(kBlocks * kQK_K, w.data(), w_bytes, 1, a.data(), a_bytes, 1, &out, 1);
       CHECK(bits(out) == bits(expected));

@@ -49,7 +49,7 @@ TEST_CASE("K-quant single rows give the same bits alone and in batches of 2..16 
   kernels::ThreadPool pool(2);
   kernels::MatmulDriver driver(pool);
   std::vector<kernels::Isa> isas;
-  for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512})
+  for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvxVnni, kernels::Isa::kAvx512})
     if (cpu_has(isa)) isas.push_back(isa);
 
   for (const KType& kt : all_ktypes()) {

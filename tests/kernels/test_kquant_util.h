@@ -21,7 +21,7 @@ namespace baton::test::kq {
 namespace k = baton::kernels;
 
 struct Variant {
-  std::string name;  // "scalar", "avx2", "avx512", "avx512vnni"
+  std::string name;  // "scalar", "avx2", "avxvnni", "avx512", "avx512vnni"
   k::ToFloatFn to_float;
   k::GemmFn gemm;
   k::FromFloatFn quantize_q8k;
@@ -36,12 +36,14 @@ struct KType {
   std::vector<Variant> variants;  // [0] is scalar; only those this CPU runs
 };
 
-inline bool cpu_has(k::Isa isa) { return static_cast<int>(k::detected_isa()) >= static_cast<int>(isa); }
+inline bool cpu_has(k::Isa isa) { return k::isa_supported(isa); }
 
+// a2v_g: the AVX-VNNI tier's gemm (the AVX2 body built with AVX-VNNI; AVX2's to_float).
 inline std::vector<Variant> variants_of(k::ToFloatFn s_tf, k::GemmFn s_g, k::ToFloatFn a2_tf, k::GemmFn a2_g,
-                                        k::ToFloatFn a5_tf, k::GemmFn a5_g, k::GemmFn vnni_g) {
+                                        k::GemmFn a2v_g, k::ToFloatFn a5_tf, k::GemmFn a5_g, k::GemmFn vnni_g) {
   std::vector<Variant> v{{"scalar", s_tf, s_g, k::scalar::quantize_q8_k}};
   if (cpu_has(k::Isa::kAvx2)) v.push_back({"avx2", a2_tf, a2_g, k::avx2::quantize_q8_k});
+  if (cpu_has(k::Isa::kAvxVnni)) v.push_back({"avxvnni", a2_tf, a2v_g, k::avxvnni::quantize_q8_k});
   if (cpu_has(k::Isa::kAvx512)) v.push_back({"avx512", a5_tf, a5_g, k::avx512::quantize_q8_k});
   if (k::has_avx512_vnni()) v.push_back({"avx512vnni", a5_tf, vnni_g, k::avx512::quantize_q8_k});
   return v;
@@ -51,19 +53,19 @@ inline std::vector<KType> all_ktypes() {
   using namespace baton::kernels;
   return {
       {GgmlType::kQ2_K, sizeof(BlockQ2K), scalar::quantize_q2_k_ref, {80, 82},
-       variants_of(scalar::dequantize_q2_k, scalar::gemm_q2_k, avx2::dequantize_q2_k, avx2::gemm_q2_k_lanes,
+       variants_of(scalar::dequantize_q2_k, scalar::gemm_q2_k, avx2::dequantize_q2_k, avx2::gemm_q2_k_lanes, avxvnni::gemm_q2_k_lanes,
                    avx512::dequantize_q2_k, avx512::gemm_q2_k_lanes, avx512::gemm_q2_k_lanes)},
       {GgmlType::kQ3_K, sizeof(BlockQ3K), scalar::quantize_q3_k_ref, {108},
-       variants_of(scalar::dequantize_q3_k, scalar::gemm_q3_k, avx2::dequantize_q3_k, avx2::gemm_q3_k_lanes,
+       variants_of(scalar::dequantize_q3_k, scalar::gemm_q3_k, avx2::dequantize_q3_k, avx2::gemm_q3_k_lanes, avxvnni::gemm_q3_k_lanes,
                    avx512::dequantize_q3_k, avx512::gemm_q3_k_lanes, avx512::gemm_q3_k_lanes)},
       {GgmlType::kQ4_K, sizeof(BlockQ4K), scalar::quantize_q4_k_ref, {0, 2},
-       variants_of(scalar::dequantize_q4_k, scalar::gemm_q4_k, avx2::dequantize_q4_k, avx2::gemm_q4_k,
+       variants_of(scalar::dequantize_q4_k, scalar::gemm_q4_k, avx2::dequantize_q4_k, avx2::gemm_q4_k, avxvnni::gemm_q4_k,
                    avx512::dequantize_q4_k, avx512::gemm_q4_k, avx512::gemm_q4_k_vnni)},
       {GgmlType::kQ5_K, sizeof(BlockQ5K), scalar::quantize_q5_k_ref, {0, 2},
-       variants_of(scalar::dequantize_q5_k, scalar::gemm_q5_k, avx2::dequantize_q5_k, avx2::gemm_q5_k,
+       variants_of(scalar::dequantize_q5_k, scalar::gemm_q5_k, avx2::dequantize_q5_k, avx2::gemm_q5_k, avxvnni::gemm_q5_k,
                    avx512::dequantize_q5_k, avx512::gemm_q5_k, avx512::gemm_q5_k_vnni)},
       {GgmlType::kQ6_K, sizeof(BlockQ6K), scalar::quantize_q6_k_ref, {208},
-       variants_of(scalar::dequantize_q6_k, scalar::gemm_q6_k, avx2::dequantize_q6_k, avx2::gemm_q6_k_lanes,
+       variants_of(scalar::dequantize_q6_k, scalar::gemm_q6_k, avx2::dequantize_q6_k, avx2::gemm_q6_k_lanes, avxvnni::gemm_q6_k_lanes,
                    avx512::dequantize_q6_k, avx512::gemm_q6_k_lanes, avx512::gemm_q6_k_lanes_vnni)},
   };
 }

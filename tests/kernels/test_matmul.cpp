@@ -161,8 +161,8 @@ TEST_CASE("matmul driver is batch and thread invariant for every registered type
   for (uint32_t id = 0; id < 40; ++id) {
     auto info = find_ggml_type(id);
     if (!info) continue;
-    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
-      if (static_cast<int>(isa) > static_cast<int>(detected_isa())) continue;
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
+      if (!isa_supported(isa)) continue;
       const TypeOps* wops = find_type_ops(info->type, isa);
       if (!wops || !wops->gemm || !wops->from_float) continue;
       const TypeOps* aops = find_type_ops(wops->vec_dot_type, isa);
@@ -224,8 +224,8 @@ TEST_CASE("matmul driver picks the single-row or the batch order per token") {
   ThreadPool pool2(2);
   const int64_t k = 256, n_tok = 9;
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
-    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
-      if (static_cast<int>(isa) > static_cast<int>(detected_isa())) continue;
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
+      if (!isa_supported(isa)) continue;
       const TypeOps* wops = find_type_ops(type, isa);
       REQUIRE(wops);
       REQUIRE(wops->gemm_single);

@@ -25,7 +25,7 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
 std::vector<const OpsTable*> supported_tables() {
   std::vector<const OpsTable*> tables;
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
-    if (static_cast<int>(isa) <= static_cast<int>(detected_isa())) tables.push_back(&ops_table(isa));
+    if (isa_supported(isa)) tables.push_back(&ops_table(isa));
   return tables;
 }
 

@@ -2,6 +2,7 @@
 // of 2 and halved at the end) against the scalar gemm, bit for bit: every tail of a 4-row tile
 // (1..9 rows), one and several super-blocks, and the blocks at the limits of its integer bounds
 // (every quant 31, every scale and min 63, activations +-127: vpmaddubsw pair sums 2 * 62 * 127).
+// The AVX-VNNI tier's copy of it (vpdpwssd for vpmaddwd + add) too.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -56,10 +57,15 @@ TEST_CASE("AVX2 Q5_K decode equals the scalar gemm bit for bit on every tile tai
           const size_t row_bytes = static_cast<size_t>(k / kernels::kQK_K) * sizeof(kernels::BlockQ5K);
           std::vector<float> want(static_cast<size_t>(n_rows)), got(static_cast<size_t>(n_rows), -1.0f);
           kernels::scalar::gemm_q5_k(k, w.data(), row_bytes, n_rows, a.data(), a.size(), 1, want.data(), 0);
-          kernels::avx2::gemm_q5_k(k, w.data(), row_bytes, n_rows, a.data(), a.size(), 1, got.data(), 0);
-          int64_t mismatches = 0;
-          for (int64_t r = 0; r < n_rows; ++r) mismatches += !same_bits(got[static_cast<size_t>(r)], want[static_cast<size_t>(r)]);
-          CHECK(mismatches == 0);
+          for (auto* gemm : {kernels::avx2::gemm_q5_k, kernels::avxvnni::gemm_q5_k}) {
+            if (gemm == kernels::avxvnni::gemm_q5_k && !cpu_has(kernels::Isa::kAvxVnni)) continue;
+            kernels::GemmFn fn = gemm;
+            fn(k, w.data(), row_bytes, n_rows, a.data(), a.size(), 1, got.data(), 0);
+            int64_t mismatches = 0;
+            for (int64_t r = 0; r < n_rows; ++r)
+              mismatches += !same_bits(got[static_cast<size_t>(r)], want[static_cast<size_t>(r)]);
+            CHECK(mismatches == 0);
+          }
         }
       }
     }

@@ -32,11 +32,15 @@ struct Variant {
 std::vector<Variant> repacked_variants(GgmlType type) {
   namespace k = kernels;
   std::vector<Variant> v;
-  if (k::detected_isa() >= Isa::kAvx2) {
+  if (k::isa_supported(Isa::kAvx2)) {
     if (type == GgmlType::kQ4_0) v.push_back({"avx2", k::avx2::gemm_q4_0_x16, Isa::kAvx2});
     if (type == GgmlType::kQ5_K) v.push_back({"avx2", k::avx2::gemm_q5_k_x16p, Isa::kAvx2});
   }
-  if (k::detected_isa() >= Isa::kAvx512) {
+  if (k::isa_supported(Isa::kAvxVnni)) {
+    if (type == GgmlType::kQ4_0) v.push_back({"avxvnni", k::avxvnni::gemm_q4_0_x16, Isa::kAvxVnni});
+    if (type == GgmlType::kQ5_K) v.push_back({"avxvnni", k::avxvnni::gemm_q5_k_x16p, Isa::kAvxVnni});
+  }
+  if (k::isa_supported(Isa::kAvx512)) {
     const bool vnni = k::has_avx512_vnni();
     switch (type) {
       case GgmlType::kQ4_0:

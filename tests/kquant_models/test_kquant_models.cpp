@@ -52,7 +52,8 @@ double rel_rms(const float* x, const std::vector<float>& y) {
 
 std::vector<Isa> cpu_isas() {
   std::vector<Isa> isas;
-  for (int i = 0; i <= static_cast<int>(detected_isa()); ++i) isas.push_back(static_cast<Isa>(i));
+  for (int i = 0; i <= static_cast<int>(detected_isa()); ++i)
+    if (isa_supported(static_cast<Isa>(i))) isas.push_back(static_cast<Isa>(i));
   return isas;
 }
 

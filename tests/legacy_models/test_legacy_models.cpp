@@ -39,7 +39,8 @@ std::string file_for(GgmlType t) {
 
 std::vector<Isa> cpu_isas() {
   std::vector<Isa> isas;
-  for (int i = 0; i <= static_cast<int>(detected_isa()); ++i) isas.push_back(static_cast<Isa>(i));
+  for (int i = 0; i <= static_cast<int>(detected_isa()); ++i)
+    if (isa_supported(static_cast<Isa>(i))) isas.push_back(static_cast<Isa>(i));
   return isas;
 }
 
