@@ -134,6 +134,27 @@ void write_pipeline_metrics(MetricsWriter& w, const pipeline::ClusterMetrics& m,
   }
 }
 
+// The connection gate's limits and canned answers (gated_server.h) from the server's options.
+GateOptions gate_options(const ServerOptions& o, size_t threads) {
+  auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
+  if (!(o.header_timeout_s >= 0.001 && o.header_timeout_s <= 3600))
+    fail("header timeout must be 0.001..3600 seconds, found {}", o.header_timeout_s);
+  if (!(o.timeout_s >= 0.001 && o.timeout_s <= 86400)) fail("timeout must be 0.001..86400 seconds, found {}", o.timeout_s);
+  if (o.max_connections < 1) fail("max connections must be >= 1, found {}", o.max_connections);
+  GateOptions g;
+  g.gate.max_connections = static_cast<size_t>(o.max_connections);
+  g.gate.header_timeout = ms(o.header_timeout_s);
+  g.threads = threads;
+  g.max_queued = std::max<size_t>(64, 2 * threads);
+  g.max_body_bytes = o.max_body_bytes;
+  g.timeout = ms(o.timeout_s);
+  g.overloaded_body = dump(error_body(ApiError(503, "server_error", "the server is overloaded: retry later")));
+  g.timed_out_body = dump(error_body(ApiError(
+      408, "invalid_request_error", fmt::format("the request headers did not arrive within {} s", o.header_timeout_s))));
+  g.too_large_body = dump(error_body(ApiError(431, "invalid_request_error", "the request headers are too large")));
+  return g;
+}
+
 }  // namespace
 
 void HttpServer::Impl::install_routes() {
@@ -166,6 +187,10 @@ void HttpServer::Impl::install_routes() {
   // Responses httplib makes itself (unknown route 404, body too large 413, unparsable HTTP 400)
   // get the OpenAI error body too.
   server.set_error_handler([this](const Request& req, Response& res) {
+    if (GatedServer::current_request_over_body_limit()) {  // httplib says 400 for a cut chunked body
+      res.status = 413;
+      res.set_header("Connection", "close");
+    }
     if (!res.body.empty() || res.content_length_ > 0) return;
     if (res.status == 404)
       send_error(res, ApiError(404, "not_found_error", fmt::format("no route for {} {}", req.method, req.path)));
@@ -305,7 +330,7 @@ HttpServer::HttpServer(ServedModel& model, ServerOptions options)
   const auto& so = model.scheduler().options();
   size_t threads = o.threads > 0 ? static_cast<size_t>(o.threads)
                                  : static_cast<size_t>(std::min(so.slots + so.queue_limit + 8, 1024));
-  impl_->server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  impl_->server.configure(gate_options(o, threads));
   impl_->server.set_payload_max_length(o.max_body_bytes);
   impl_->server.set_keep_alive_timeout(5);
   impl_->install_routes();
@@ -316,13 +341,8 @@ HttpServer::~HttpServer() { stop(); }
 void HttpServer::start() {
   auto& s = impl_->server;
   const auto& o = impl_->options;
-  if (o.port == 0) {
-    impl_->port = s.bind_to_any_port(o.host);
-    if (impl_->port < 0) fail("cannot listen on {}: bind failed", o.host);
-  } else {
-    if (!s.bind_to_port(o.host, o.port)) fail("cannot listen on {}:{}: bind failed (address in use?)", o.host, o.port);
-    impl_->port = o.port;
-  }
+  impl_->port = s.bind(o.host, o.port);
+  if (impl_->port < 0) fail("cannot listen on {}:{}: bind failed (address in use?)", o.host, o.port);
   impl_->model.set_address(fmt::format("{}:{}", o.host, impl_->port));
   impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
   // The socket is already listening (connections queue in its backlog), so no wait is needed
@@ -337,6 +357,7 @@ void HttpServer::stop() {
   impl_->stopping = true;  // handlers cancel their requests and return
   impl_->server.stop();
   impl_->thread.join();
+  impl_->server.stop_connections();
 }
 
 HttpMetrics& HttpServer::metrics() { return impl_->metrics; }

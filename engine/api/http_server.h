@@ -3,7 +3,8 @@
 // GET /health, GET /v1/cluster, GET /metrics, POST /tokenize, POST /detokenize.
 // Errors are OpenAI's {"error": {...}} with the status: 400 bad input (naming the field),
 // 401 missing/wrong Bearer key (every route but /health, when a key is set), 404 unknown route,
-// 413 body over the limit, 503 overloaded / not ready / shutting down, 502 pipeline failure.
+// 408 headers too slow, 413 body over the limit (whatever its framing), 431 headers too large,
+// 503 overloaded (with Retry-After) / not ready / shutting down, 502 pipeline failure.
 // A streaming client that goes away cancels its request (RequestHandle::cancel()).
 // See docs/API.md. Thread-safety: start()/stop() from one controlling thread.
 #pragma once
@@ -23,6 +24,13 @@ struct ServerOptions {
   std::string api_key;                     // "" = no authentication
   size_t max_body_bytes = 8u << 20;        // larger bodies -> 413
   int threads = 0;                         // HTTP threads; <= 0: slots + queue limit + 8
+  // The front door's limits (docs/SECURITY.md): a request's headers must arrive within
+  // header_timeout_s of its first byte (else 408); its body within timeout_s (llama-server's
+  // -to/--timeout), which also bounds each response write; at most max_connections open
+  // connections (beyond: 503 with Retry-After, as for a full request queue).
+  double header_timeout_s = 10;
+  double timeout_s = 600;
+  int max_connections = 1024;
 };
 
 class HttpServer {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/api/api_error.h"
+#include "engine/api/gated_server.h"
 #include "engine/api/http_server.h"
 #include "engine/api/openai_request.h"
 
@@ -30,7 +31,7 @@ struct HttpServer::Impl {
 
   ServedModel& model;
   ServerOptions options;
-  httplib::Server server;
+  GatedServer server;  // httplib's, behind our connection gate (gated_server.h)
   HttpMetrics metrics;
   std::thread thread;
   std::atomic<bool> stopping{false};

@@ -21,6 +21,10 @@ std::string type_of(const json& v) {
 }
 
 json parse_object(std::string_view body) {
+  // nlohmann's lexer takes a NUL byte for the end of the input: without this check a body
+  // with trailing NULs (or anything after one) would be accepted.
+  if (auto nul = body.find('\0'); nul != std::string_view::npos)
+    throw bad_request("body", fmt::format("the request body is not valid JSON: it has a NUL byte at byte {}", nul));
   json j;
   try {
     j = json::parse(body.begin(), body.end());

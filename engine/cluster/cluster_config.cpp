@@ -14,6 +14,8 @@
 #include <fmt/ranges.h>
 
 #include "engine/base/error.h"
+#include "engine/cluster/config_limits.h"
+#include "engine/registry/etcd_client.h"
 
 namespace baton {
 namespace {
@@ -73,8 +75,9 @@ NodeConfig parse_node(const Reader& r, const YAML::Node& n, size_t index) {
   for (const char* required : {"id", "host", "port"})
     if (!n[required]) r.fail_at(n, fmt::format("{}.{} is missing", where, required));
   node.id = r.scalar<std::string>(n["id"], where + ".id", "a string");
-  if (node.id.empty()) r.fail_at(n["id"], where + ".id must not be empty");
+  if (auto problem = name_problem(where + ".id", node.id, kMaxNodeIdBytes); !problem.empty()) r.fail_at(n["id"], problem);
   node.host = r.scalar<std::string>(n["host"], where + ".host", "a host name or address");
+  if (auto problem = name_problem(where + ".host", node.host, kMaxHostBytes); !problem.empty()) r.fail_at(n["host"], problem);
   node.port = r.port(n["port"], where + ".port");
   if (n["weight"]) {
     node.weight = r.scalar<double>(n["weight"], where + ".weight", "a positive number");
@@ -97,6 +100,8 @@ NodeConfig parse_node(const Reader& r, const YAML::Node& n, size_t index) {
 
 ClusterConfig parse_cluster_config(const std::string& text, const std::string& source, const std::string& base_dir) {
   Reader r(source);
+  if (text.size() > kMaxClusterConfigBytes)
+    fail("{}: the file is {} bytes, more than the {} a cluster config may have", source, text.size(), kMaxClusterConfigBytes);
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -118,7 +123,11 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
   if (const YAML::Node m = cl["master"]) {
     if (!m.IsMap()) r.fail_at(m, "cluster.master must be a mapping {host, port, control_port}");
     r.only_keys(m, "cluster.master", {"host", "port", "control_port"});
-    if (m["host"]) c.master_host = r.scalar<std::string>(m["host"], "cluster.master.host", "a host");
+    if (m["host"]) {
+      c.master_host = r.scalar<std::string>(m["host"], "cluster.master.host", "a host");
+      if (auto problem = name_problem("cluster.master.host", c.master_host, kMaxHostBytes); !problem.empty())
+        r.fail_at(m["host"], problem);
+    }
     if (m["port"]) c.master_port = r.port(m["port"], "cluster.master.port");
     if (m["control_port"]) c.control_port = r.port(m["control_port"], "cluster.master.control_port");
   }
@@ -129,8 +138,16 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
     fail("{}: cluster.secret_file is missing; set it, or `insecure: true` to run without authentication", source);
   if (!c.secret_file.empty() && c.insecure)
     fail("{}: cluster.secret_file and `insecure: true` contradict each other", source);
-  if (cl["connect_timeout"]) c.connect_timeout_s = r.scalar<double>(cl["connect_timeout"], "cluster.connect_timeout", "seconds");
-  if (cl["load_timeout"]) c.load_timeout_s = r.scalar<double>(cl["load_timeout"], "cluster.load_timeout", "seconds");
+  // Every duration within a sane range (config_limits.h): 1e300 s overflowed the clocks, 0 or
+  // 1e-300 s failed every load, .nan and .inf passed.
+  auto seconds = [&](const char* key, double& out, SecondsRange range) {
+    if (!cl[key]) return;
+    const std::string field = fmt::format("cluster.{}", key);
+    out = r.scalar<double>(cl[key], field, "a number of seconds");
+    if (auto problem = seconds_problem(field, out, range); !problem.empty()) r.fail_at(cl[key], problem);
+  };
+  seconds("connect_timeout", c.connect_timeout_s, kConnectTimeoutRange);
+  seconds("load_timeout", c.load_timeout_s, kLoadTimeoutRange);
   if (cl["registry"]) c.registry = r.scalar<std::string>(cl["registry"], "cluster.registry", "etcd://host:port/prefix");
   if (cl["activations"]) {
     c.activations = r.scalar<std::string>(cl["activations"], "cluster.activations", "f32, f16 or bf16");
@@ -141,18 +158,17 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
     c.min_nodes = r.scalar<int>(cl["min_nodes"], "cluster.min_nodes", "a positive number of nodes");
     if (c.min_nodes < 1) r.fail_at(cl["min_nodes"], fmt::format("cluster.min_nodes must be >= 1, found {}", c.min_nodes));
   }
-  auto positive_seconds = [&](const char* key, double& out) {
-    if (!cl[key]) return;
-    out = r.scalar<double>(cl[key], fmt::format("cluster.{}", key), "seconds");
-    if (!(out > 0) || !std::isfinite(out))
-      r.fail_at(cl[key], fmt::format("cluster.{} must be a positive number of seconds, found {}", key, out));
-  };
-  positive_seconds("join_timeout", c.join_timeout_s);
-  positive_seconds("heartbeat_timeout", c.heartbeat_timeout_s);
+  seconds("join_timeout", c.join_timeout_s, kJoinTimeoutRange);
+  seconds("heartbeat_timeout", c.heartbeat_timeout_s, kHeartbeatTimeoutRange);
   if (cl["registry_file"])
     c.registry_file = resolve(base_dir, r.scalar<std::string>(cl["registry_file"], "cluster.registry_file", "a file path"));
-  if (!c.registry.empty() && c.registry.rfind("etcd://", 0) != 0)
-    r.fail_at(cl["registry"], fmt::format("cluster.registry must be etcd://HOST:PORT/PREFIX, found '{}'", c.registry));
+  if (!c.registry.empty()) {
+    try {
+      registry::parse_etcd_url(c.registry);  // the registry's own parser: the same rules
+    } catch (const Error& e) {
+      r.fail_at(cl["registry"], fmt::format("cluster.registry: {}", e.what()));
+    }
+  }
   if (c.control_port == 0) c.control_port = static_cast<uint16_t>(c.master_port == 65535 ? 0 : c.master_port + 1);
 
   const YAML::Node nodes = cl["nodes"];
@@ -161,6 +177,8 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
     c.nodes_auto = true;
   } else {
     if (!nodes.IsSequence()) r.fail_at(nodes, "cluster.nodes must be a list of nodes or `auto`");
+    if (nodes.size() > kMaxClusterNodes)
+      r.fail_at(nodes, fmt::format("cluster.nodes lists {} nodes, more than the {} allowed", nodes.size(), kMaxClusterNodes));
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (nodes[i].IsScalar() && nodes[i].Scalar() == "auto") {  // mixed: the listed nodes + those that join
         if (c.nodes_auto) r.fail_at(nodes[i], "cluster.nodes lists `auto` twice");
@@ -186,6 +204,9 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
 ClusterConfig parse_cluster_config_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot read cluster config {}", path);
+  std::error_code ec;
+  if (auto size = fs::file_size(path, ec); !ec && size > kMaxClusterConfigBytes)  // before reading it
+    fail("{}: the file is {} bytes, more than the {} a cluster config may have", path, size, kMaxClusterConfigBytes);
   std::stringstream text;
   text << in.rdbuf();
   ClusterConfig c = parse_cluster_config(text.str(), path, fs::path(path).parent_path().string());

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/base/error.h"
+
 namespace baton::registry {
 
 using namespace std::chrono_literals;
@@ -67,10 +69,22 @@ void ControlListener::handle(net::Incoming& in) {
     }
     return true;
   };
+  // A record that fails check_node_record(): the node is told why and disconnected, unlisted.
+  auto record = [&](const net::NodeStatus& s, bool is_register) {
+    if (!check_id(s)) return;
+    try {
+      if (is_register) registry_.register_node(s, c->id());
+      else registry_.heartbeat(s, c->id());
+    } catch (const Error& e) {
+      spdlog::warn("registry event=refused address={} reason=\"{}\"", c->peer().address, e.what());
+      c->send(net::ErrorReport{1, e.what()});
+      c->close("invalid node record");
+    }
+  };
   if (const auto* r = std::get_if<net::Register>(&in.message)) {
-    if (check_id(r->status)) registry_.register_node(r->status, c->id());
+    record(r->status, true);
   } else if (const auto* h = std::get_if<net::Heartbeat>(&in.message)) {
-    if (check_id(h->status)) registry_.heartbeat(h->status, c->id());
+    record(h->status, false);
   } else if (const auto* g = std::get_if<net::Goodbye>(&in.message)) {
     registry_.deregister(hello_id, g->reason);
     c->close("goodbye");

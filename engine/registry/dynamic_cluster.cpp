@@ -64,6 +64,7 @@ DynamicCluster::DynamicCluster(const ClusterConfig& config, DynamicClusterOption
   NodeRegistryOptions ro;
   ro.heartbeat_timeout = seconds_ms(config_.heartbeat_timeout_s);
   ro.persist_path = config_.registry_file;
+  ro.n_layer = footprint_.n_layer;
   registry_ = std::make_unique<NodeRegistry>(ro);
   if (config_.registry.empty()) {
     control_ = std::make_unique<ControlListener>(*registry_, auth_of(config_), config_.master_host, config_.control_port);

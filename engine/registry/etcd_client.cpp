@@ -195,6 +195,8 @@ EtcdUrl parse_etcd_url(std::string_view url) {
   }
   if (path.find_first_of("?#") != std::string_view::npos) bad("query strings and fragments are not supported");
   if (path.find("//") != std::string_view::npos) bad("the prefix has an empty path segment");
+  if ((std::string(path) + "/").find("/./") != std::string::npos || (std::string(path) + "/").find("/../") != std::string::npos)
+    bad("the prefix has a '.' or '..' path segment");
   for (char c : path)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '/' && c != '.' && c != '_' && c != '-')
       bad(fmt::format("the prefix '{}' has a character other than [A-Za-z0-9._-/]", path));

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "engine/base/error.h"
+#include "engine/cluster/config_limits.h"
+#include "engine/registry/node_record_check.h"
 #include "engine/registry/node_record_json.h"
 
 namespace baton::registry {
@@ -40,6 +42,7 @@ void NodeRegistry::changed_locked(bool persist) {
 }
 
 void NodeRegistry::register_node(const NodeRecord& record, uint64_t connection) {
+  check_node_record(record, options_.n_layer, "registration");
   std::lock_guard lock(mutex_);
   auto [it, fresh] = nodes_.try_emplace(record.node_id);
   NodeEntry& e = it->second;
@@ -60,6 +63,7 @@ void NodeRegistry::register_node(const NodeRecord& record, uint64_t connection) 
 }
 
 void NodeRegistry::heartbeat(const NodeRecord& record, uint64_t connection) {
+  check_node_record(record, options_.n_layer, "heartbeat");
   std::unique_lock lock(mutex_);
   auto it = nodes_.find(record.node_id);
   if (it == nodes_.end() || !it->second.heard || it->second.departed) {
@@ -144,7 +148,16 @@ void NodeRegistry::set_state(const std::string& node_id, NodeState state, const 
 void NodeRegistry::sync_from_backend(const std::vector<NodeRecord>& live) {
   std::map<std::string, const NodeRecord*> by_id;
   for (const auto& r : live) by_id[r.node_id] = &r;
-  for (const auto& [id, r] : by_id) heartbeat(*r, 0);
+  std::vector<std::string> refused;
+  for (const auto& [id, r] : by_id) {
+    try {
+      heartbeat(*r, 0);
+    } catch (const Error& e) {  // not listed: as if it had not registered
+      spdlog::warn("registry event=refused node={} reason=\"{}\"", printable(id), e.what());
+      refused.push_back(id);
+    }
+  }
+  for (const auto& id : refused) by_id.erase(id);
   std::lock_guard lock(mutex_);
   bool any = false;
   for (auto& [id, e] : nodes_) {
@@ -248,7 +261,14 @@ void NodeRegistry::load_file() {
     fail<FormatError>("registry file {}: \"nodes\" must be an array", path);
   for (size_t i = 0; i < doc["nodes"].size(); ++i) {
     NodeEntry e;
-    e.record = node_record_from_json(doc["nodes"][i], fmt::format("registry file {}, nodes[{}]", path, i));
+    const std::string where = fmt::format("registry file {}, nodes[{}]", path, i);
+    e.record = node_record_from_json(doc["nodes"][i], where);
+    try {
+      check_node_record(e.record, options_.n_layer, where);
+    } catch (const Error& ex) {
+      spdlog::warn("registry: skipping a record: {}", ex.what());
+      continue;
+    }
     e.state = NodeState::kOffline;
     e.reason = fmt::format("recovered from {}; waiting for it to re-register", path);
     nodes_[e.record.node_id] = e;

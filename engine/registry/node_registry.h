@@ -54,6 +54,7 @@ struct SavedPlan {
 struct NodeRegistryOptions {
   std::chrono::milliseconds heartbeat_timeout{3000};  // silent this long -> offline
   std::string persist_path;                           // "" = not persisted
+  int64_t n_layer = 0;  // the model's layers: records claiming others are refused (0: unknown)
 };
 
 class NodeRegistry {
@@ -64,6 +65,9 @@ class NodeRegistry {
 
   // A Register (or a Heartbeat from a node not known yet). Marks it online unless it is
   // loading. `connection` identifies the control connection (0 for a registry backend).
+  // register_node() and heartbeat() throw baton::Error naming the field of a record that fails
+  // check_node_record() (node_record_check.h); it is then neither listed nor persisted.
+  // sync_from_backend() and the file skip such records with a warning.
   void register_node(const NodeRecord& record, uint64_t connection);
   // Refreshes last_seen and the record's load/memory; an offline node comes back online.
   void heartbeat(const NodeRecord& record, uint64_t connection);

@@ -3,7 +3,8 @@
 //   engine-coordinator --config cluster.yaml                            a cluster of engine-workers,
 //                                                                       served at cluster.master
 // Options: --api-key KEY | --api-key-file F, --slots N, --queue N, -c/--ctx N, -t/--threads N,
-// --n-batch N, --alias NAME, --chat-template NAME. Prints "listening on http://HOST:PORT" once it
+// --n-batch N, --alias NAME, --chat-template NAME, -to/--timeout S, --header-timeout S,
+// --max-connections N. Prints "listening on http://HOST:PORT" once it
 // accepts connections; SIGTERM/SIGINT: stop accepting, abort running requests, exit 0.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
@@ -12,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <string_view>
 
 #include "tools/log_to_stderr.h"
 #include "engine/api/http_server.h"
@@ -62,6 +64,12 @@ int main(int argc, char** argv) {
   app.add_option("--alias", so.alias, "model id in the API (default: the file name without .gguf)");
   app.add_option("--chat-template", so.chat_template, "chat template by name (default: the model's)");
   app.add_option("--http-threads", http.threads, "HTTP worker threads (default slots + queue + 8)");
+  app.add_option("--timeout", http.timeout_s, "seconds a request body may take to arrive, and a response write may wait for the client (default 600)")->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--header-timeout", http.header_timeout_s, "seconds a request's headers may take from its first byte; then 408 (default 10)")->check(CLI::Range(0.001, 3600.0));
+  app.add_option("--max-connections", http.max_connections, "open HTTP connections; more are answered 503 at once (default 1024)")->check(CLI::Range(1, 100000));
+  // llama-server's -to for --timeout: CLI11 takes one-letter short names only.
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "-to") argv[i] = const_cast<char*>("--timeout");
   CLI11_PARSE(app, argc, argv);
   if (mmap) so.placement = baton::WeightPlacement::kMapped;
   so.scheduler.cache_prompt = !no_cache_prompt;
