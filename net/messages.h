@@ -16,8 +16,9 @@ namespace baton::net {
 
 // Bumped when an old peer could misread a new frame; peers with different versions refuse
 // each other in the handshake, naming both versions. 2: ClockPing/ClockPong, and the
-// pipeline's timing trailer with send timestamps and per-hop times.
-inline constexpr uint32_t kProtocolVersion = 2;
+// pipeline's timing trailer with send timestamps and per-hop times. 3: every frame after a
+// secure handshake is sealed with AES-256-GCM (net/wire_crypto.h).
+inline constexpr uint32_t kProtocolVersion = 3;
 
 enum class Role : uint8_t { kUnknown = 0, kCoordinator = 1, kWorker = 2, kClient = 3 };
 enum class AuthMode : uint8_t { kHmacSha256 = 0, kInsecure = 1 };
