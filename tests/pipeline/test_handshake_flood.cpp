@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,6 +26,7 @@
 namespace {
 
 using namespace std::chrono_literals;
+using baton::test::WorkerProcess;
 
 // Keeps `count` idle sockets connected to 127.0.0.1:port, reconnecting each one the worker
 // closes (closing with an RST so no TIME_WAIT piles up on loopback).
