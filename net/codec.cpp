@@ -398,6 +398,11 @@ Result<Message> decode_header(std::span<const uint8_t> header, uint64_t body_byt
   if (header.size() < kMinHeaderBytes || header.size() >= FLATBUFFERS_MAX_BUFFER_SIZE)
     return DecodeError{fmt::format("header: {} bytes, expected {}..{}", header.size(),
                                    kMinHeaderBytes, FLATBUFFERS_MAX_BUFFER_SIZE - 1)};
+  // FlatBuffers reads 64-bit fields in place and checks their alignment only relative to the
+  // buffer's start: a header at an address that is not 8-aligned is decoded from a copy
+  // (found by fuzz_wire; tests/fuzz/corpus/wire/misaligned-u64-vector).
+  if (reinterpret_cast<uintptr_t>(header.data()) % 8 != 0)
+    return decode_header(std::vector<uint8_t>(header.begin(), header.end()), body_bytes);
   if (!w::HeaderBufferHasIdentifier(header.data()))
     return DecodeError{"header: missing file identifier \"BTN1\""};
   fb::Verifier::Options options;
@@ -420,6 +425,8 @@ Result<DecodedFrame> decode_frame(std::span<const uint8_t> frame, const FrameLim
                                    frame.size(), kPrefixBytes)};
   auto prefix = parse_prefix(frame.first<kPrefixBytes>(), limits);
   if (!prefix) return prefix.error();
+  if (prefix->flags & kFlagSealed)  // needs the connection's key and counter (net/wire_crypto.h)
+    return DecodeError{"frame: sealed (encrypted) frame; only plaintext frames decode here"};
   uint64_t expected = uint64_t{kPrefixBytes} + prefix->header_bytes + prefix->body_bytes;
   if (frame.size() != expected)
     return DecodeError{fmt::format("frame: {} bytes, prefix announces {} (16 + {} + {})",

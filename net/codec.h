@@ -33,7 +33,8 @@ std::vector<uint8_t> encode_frame(const Message& message, std::span<const uint8_
 // Header bytes (exactly the header_bytes of the prefix) of a frame with a `body_bytes` body.
 Result<Message> decode_header(std::span<const uint8_t> header, uint64_t body_bytes);
 
-// A whole frame that must be exactly prefix + header + body long.
+// A whole plaintext frame that must be exactly prefix + header + body long (a sealed one is
+// refused: only a session holding its key and counter can open it).
 struct DecodedFrame {
   Message message;
   std::span<const uint8_t> body;  // points into the input

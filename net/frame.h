@@ -2,7 +2,9 @@
 //
 //   offset 0  u32 magic        "BTN1" as bytes 42 54 4E 31
 //   offset 4  u32 header_bytes  length of the FlatBuffers header that follows (>= 8)
-//   offset 8  u32 flags         no bits defined in protocol version 1; must be 0
+//   offset 8  u32 flags         bit 0 (kFlagSealed): header and body are AES-256-GCM sealed
+//                                and a 16-byte tag follows the body (net/wire_crypto.h);
+//                                every other bit must be 0
 //   offset 12 u32 body_bytes    length of the raw body after the header
 //
 // All little-endian. A frame is prefix | header | body. Limits are checked on the prefix,
@@ -20,7 +22,8 @@ namespace baton::net {
 inline constexpr size_t kPrefixBytes = 16;
 inline constexpr uint32_t kFrameMagic = 0x314E5442;  // bytes 'B' 'T' 'N' '1'
 inline constexpr uint32_t kMinHeaderBytes = 8;       // smallest possible FlatBuffer with an id
-inline constexpr uint32_t kKnownFlags = 0;           // bits a version-1 reader accepts
+inline constexpr uint32_t kFlagSealed = 1;           // since protocol version 3
+inline constexpr uint32_t kKnownFlags = kFlagSealed;  // bits a reader accepts
 
 struct FrameLimits {
   uint32_t max_header_bytes = 1u << 20;    // 1 MiB

@@ -16,7 +16,8 @@ namespace baton::net {
 
 // Bumped when an old peer could misread a new frame; peers with different versions refuse
 // each other in the handshake, naming both versions. 2: ClockPing/ClockPong, and the
-// pipeline's timing trailer with send timestamps and per-hop times. 3: Forward.row_hints (an
+// pipeline's timing trailer with send timestamps and per-hop times. 3: every frame after a
+// secure handshake is sealed with AES-256-GCM (net/wire_crypto.h), and Forward.row_hints (an
 // older worker would ignore them and compute a pipelined prompt's rows with other numerics).
 inline constexpr uint32_t kProtocolVersion = 3;
 

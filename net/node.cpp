@@ -17,6 +17,7 @@
 
 #include "engine/base/error.h"
 #include "net/detail/asio_util.h"
+#include "net/detail/pending_handshakes.h"
 #include "net/detail/session.h"
 
 namespace baton::net {
@@ -137,6 +138,7 @@ struct Node::Impl final : detail::SessionHost {
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
   std::unordered_set<asio::steady_timer*> timers;
   std::unordered_set<tcp::socket*> connecting;
+  detail::PendingHandshakes pending{options.max_pending_handshakes, options.max_pending_per_address};
 
   Impl(NodeOptions opts, MessageHandler on_message, ConnectionHandler on_conn)
       : options(std::move(opts)),
@@ -222,25 +224,31 @@ struct Node::Impl final : detail::SessionHost {
         co_await detail::sleep_for(std::chrono::milliseconds(100));
         continue;
       }
-      size_t live;
+      size_t authenticated;
       {
         std::lock_guard lock(sessions_mutex);
-        live = sessions.size();
+        authenticated = sessions.size() - pending.size();
       }
-      if (live >= options.max_connections) {
-        spdlog::warn("net: refusing a connection: {} connections already open (limit {})", live,
-                     options.max_connections);
+      std::error_code ec_address;
+      const auto remote = socket.remote_endpoint(ec_address);
+      if (authenticated >= options.max_connections || ec_address) {
+        if (!ec_address)
+          spdlog::warn("net: refusing a connection: {} authenticated connections already open "
+                       "(limit {})", authenticated, options.max_connections);
         std::error_code ignored;
         socket.close(ignored);
         continue;
       }
-      asio::co_spawn(io, serve_accepted(make_session(std::move(socket))),
+      auto session = make_session(std::move(socket));
+      pending.admit(session, remote.address().to_string());  // may drop another pending one
+      asio::co_spawn(io, serve_accepted(std::move(session)),
                      [](std::exception_ptr e) { log_escaped(e, "accepted connection"); });
     }
   }
 
   asio::awaitable<void> serve_accepted(std::shared_ptr<Session> s) {
     auto error = co_await s->handshake(AuthSide::kServer, options.handshake_timeout);
+    pending.done(s->id());
     if (error) {
       s->finish();  // logs protocol/auth/version failures
       if (options.on_rejected) {

@@ -103,7 +103,13 @@ struct NodeOptions {
   std::chrono::milliseconds idle_timeout{0};  // no frame received for this long -> close; 0 = off
   std::chrono::milliseconds close_linger{2000};
   size_t max_outbox_bytes = size_t{1} << 30;
-  size_t max_connections = 1024;
+  size_t max_connections = 1024;  // authenticated connections; more are refused at accept
+  // Accepted connections still in their handshake have their own budget, so a flood of
+  // unauthenticated sockets cannot take the authenticated slots. When it is full (in total,
+  // or for the new connection's source address), the pending connection that got least far
+  // in its handshake (the oldest among equals) from that address, or from any, is dropped.
+  size_t max_pending_handshakes = 64;
+  size_t max_pending_per_address = 32;
   // Clock probes (Connection::clock()): 0 = this node starts none. Otherwise a connection it
   // opened probes at once, one it accepted once the peer has probed it (so peers that never
   // probe, e.g. test clients, see no probes), a few 10 ms apart and then at this interval.

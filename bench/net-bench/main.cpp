@@ -1,7 +1,8 @@
 // net-bench: loopback round-trip latency and one-way throughput of the Baton wire layer
 // (authenticated Node on 127.0.0.1), one row per case. Throughput is also shown against this
 // machine's memcpy bandwidth, the ceiling for a loopback copy.
-// Usage: net-bench [--rounds 2000] [--stream-mib 1024]
+// Usage: net-bench [--rounds 2000] [--stream-mib 1024] [--seal [--n-embd 2048]]
+// --seal: only the cost of the sealed wire vs --insecure (seal_cost.h).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -16,6 +17,7 @@
 #include "engine/base/aligned_buffer.h"
 #include "net/inbox.h"
 #include "net/node.h"
+#include "seal_cost.h"
 
 namespace {
 
@@ -69,7 +71,15 @@ int main(int argc, char** argv) {
     int stream_mib = 1024;
     app.add_option("--rounds", rounds, "round trips per latency case");
     app.add_option("--stream-mib", stream_mib, "MiB streamed per throughput case");
+    bool seal = false;
+    int n_embd = 2048;
+    app.add_flag("--seal", seal, "only the per-hop cost of sealed frames vs --insecure");
+    app.add_option("--n-embd", n_embd, "activation width for --seal (2048: TinyLlama 1.1B)");
     CLI11_PARSE(app, argc, argv);
+    if (seal) {
+      baton::bench::run_seal_cost(rounds, n_embd);
+      return 0;
+    }
 
     const double peak = memcpy_gbs();
     fmt::print("memcpy bandwidth (256 MiB, best of 5): {:.2f} GB/s\n", peak);

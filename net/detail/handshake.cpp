@@ -102,6 +102,7 @@ asio::awaitable<std::optional<CloseInfo>> Session::server_handshake() {
   auto hello = co_await expect<Hello>(read, who());
   if (!hello) co_return hello.error();
   peer_.hello = std::move(*hello);
+  handshake_progress_ = 1;
   // Our Hello goes out even on a mismatch, so the peer can name both versions too.
   if (auto err = co_await write_now(config_.hello)) co_return err;
   if (auto mismatch = hello_mismatch(peer_.hello, config_.hello, config_.auth.mode(), who()))
@@ -127,6 +128,8 @@ asio::awaitable<std::optional<CloseInfo>> Session::server_handshake() {
   Mac proof = auth_proof(secret, AuthSide::kServer, server_nonce, client_nonce,
                          peer_.hello.node_id, config_.hello.node_id);
   if (auto err = co_await write_now(AuthResponse{proof, std::nullopt})) co_return err;
+  start_sealing(derive_session_keys(secret, server_nonce, client_nonce, peer_.hello, config_.hello),
+                AuthSide::kServer);
   co_return std::nullopt;
 }
 
@@ -164,6 +167,8 @@ asio::awaitable<std::optional<CloseInfo>> Session::client_handshake() {
                         fmt::format("authentication failed: {} could not prove it knows the "
                                     "cluster secret (wrong proof)",
                                     who())};
+  start_sealing(derive_session_keys(secret, challenge->nonce, client_nonce, config_.hello, peer_.hello),
+                AuthSide::kClient);
   co_return std::nullopt;
 }
 

@@ -82,6 +82,13 @@ asio::awaitable<Expected<Session::Frame, CloseInfo>> Session::read_frame(
   if (!prefix)
     co_return CloseInfo{CloseKind::kProtocol,
                         fmt::format("bad frame from {}: {}", who(), prefix.error().message)};
+  const bool sealed = (prefix->flags & kFlagSealed) != 0;
+  if (sealed != recv_cipher_.has_value())
+    co_return CloseInfo{
+        CloseKind::kProtocol,
+        fmt::format("bad frame from {}: {} frame where this connection expects {} frames", who(),
+                    sealed ? "a sealed" : "an unsealed (plaintext)",
+                    recv_cipher_ ? "only sealed (encrypted)" : "only plaintext")};
 
   std::vector<uint8_t> header(prefix->header_bytes);
   std::tie(ec, n) = co_await asio::async_read(*socket_, asio::buffer(header), kNoThrow);
@@ -104,11 +111,33 @@ asio::awaitable<Expected<Session::Frame, CloseInfo>> Session::read_frame(
     last_activity_ = Clock::now();
   }
 
+  if (sealed) {
+    std::array<uint8_t, kWireTagBytes> tag;
+    std::tie(ec, n) = co_await asio::async_read(*socket_, asio::buffer(tag), kNoThrow);
+    if (ec) co_return io_failure(ec, who(), "frame tag", n, tag.size());
+    last_activity_ = Clock::now();
+    const uint64_t index = recv_cipher_->counter();
+    std::span<uint8_t> body_bytes = body.empty() ? std::span<uint8_t>() : body.mutable_bytes();
+    if (!recv_cipher_->open(prefix_bytes, header, body_bytes, tag))
+      co_return CloseInfo{
+          CloseKind::kAuth,
+          fmt::format("frame {} from {} failed authentication (AES-256-GCM tag mismatch: the "
+                      "frame was altered, replayed, reordered or one before it was lost); "
+                      "closing the connection",
+                      index, who())};
+  }
+
   auto message = decode_header(header, prefix->body_bytes);
   if (!message)
     co_return CloseInfo{CloseKind::kProtocol,
                         fmt::format("bad frame from {}: {}", who(), message.error().message)};
   co_return Frame{std::move(*message), std::move(body)};
+}
+
+void Session::start_sealing(const SessionKeys& keys, AuthSide side) {
+  const bool client = side == AuthSide::kClient;
+  send_cipher_.emplace(client ? keys.client_to_server : keys.server_to_client);
+  recv_cipher_.emplace(client ? keys.server_to_client : keys.client_to_server);
 }
 
 asio::awaitable<void> Session::reader() {
@@ -184,6 +213,14 @@ asio::awaitable<void> Session::writer() {
     std::array<asio::const_buffer, 3> buffers{
         asio::buffer(frame->head.prefix), asio::buffer(frame->head.header),
         asio::buffer(frame->body.data(), frame->body.size())};
+    if (send_cipher_) {  // prefix | sealed header and body | tag
+      const auto& header = frame->head.header;
+      frame->head.prefix = encode_prefix({static_cast<uint32_t>(header.size()), kFlagSealed,
+                                          static_cast<uint32_t>(frame->body.size())});
+      sealed_.resize(header.size() + frame->body.size() + kWireTagBytes);
+      send_cipher_->seal(frame->head.prefix, header, frame->body.bytes(), sealed_);
+      buffers = {asio::buffer(frame->head.prefix), asio::buffer(sealed_), asio::const_buffer()};
+    }
     auto [ec, n] = co_await asio::async_write(*socket_, buffers, kNoThrow);
     if (ec) {
       record_close(io_failure(ec, who(), "outgoing frame", n, frame->bytes()));

@@ -20,6 +20,7 @@
 #include "net/auth.h"
 #include "net/codec.h"
 #include "net/node.h"
+#include "net/wire_crypto.h"
 
 namespace baton::net::detail {
 
@@ -58,6 +59,9 @@ class Session final : public Connection, public std::enable_shared_from_this<Ses
   // `timeout`. nullopt on success; otherwise the reason (the caller then calls finish()).
   asio::awaitable<std::optional<CloseInfo>> handshake(AuthSide side,
                                                       std::chrono::milliseconds timeout);
+  // How far an accepted connection got in its handshake: 0 nothing yet, 1 a valid Hello
+  // received (the accept budget drops the least advanced first). I/O thread.
+  int handshake_progress() const { return handshake_progress_; }
   // After a successful handshake: runs until the connection ends, then finish(). Never throws.
   asio::awaitable<void> serve();
   // Closes the socket, fires on_closed, tells the host. Idempotent; I/O thread.
@@ -124,13 +128,21 @@ class Session final : public Connection, public std::enable_shared_from_this<Ses
 
   const asio::any_io_executor executor_;  // posting target for user threads
 
+  // After a secure handshake: the writer's and the reader's halves (both nullopt when
+  // insecure); every frame is then sealed (net/wire_crypto.h).
+  void start_sealing(const SessionKeys& keys, AuthSide side);
+
   // I/O-thread state
+  std::optional<FrameCipher> send_cipher_;
+  std::optional<FrameCipher> recv_cipher_;
+  std::vector<uint8_t> sealed_;  // the writer's reused buffer for one sealed frame
   std::optional<asio::ip::tcp::socket> socket_;
   std::optional<asio::steady_timer> wake_timer_;      // the writer sleeps on it
   std::optional<asio::steady_timer> watchdog_timer_;
   std::optional<asio::steady_timer> delay_timer_;  // test_write_delay
   Clock::time_point last_activity_;
   bool is_client_ = false;  // this side opened the connection
+  int handshake_progress_ = 0;
   bool probing_ = false;    // this side sends clock probes
   int probes_sent_ = 0;
   Clock::time_point next_probe_{};

@@ -1,6 +1,6 @@
 // A blocking POSIX-socket peer for tests that must misbehave on purpose (garbage, huge
-// prefixes, wrong versions, vanishing mid-frame). It speaks the protocol through net/codec
-// and net/auth so it can also get past the handshake.
+// prefixes, wrong versions, vanishing mid-frame). It speaks the protocol through net/codec,
+// net/auth and net/wire_crypto so it can also get past the handshake and seal its frames.
 #pragma once
 
 #include <arpa/inet.h>
@@ -18,13 +18,15 @@
 
 #include "net/auth.h"
 #include "net/codec.h"
+#include "net/wire_crypto.h"
 
 namespace baton::net::test {
 
 class RawSocket {
  public:
   explicit RawSocket(int fd) : fd_(fd) { set_timeout(5000); }
-  RawSocket(RawSocket&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  RawSocket(RawSocket&& o) noexcept
+      : fd_(std::exchange(o.fd_, -1)), send_(std::move(o.send_)), recv_(std::move(o.recv_)) {}
   RawSocket(const RawSocket&) = delete;
   ~RawSocket() { close(); }
 
@@ -58,7 +60,20 @@ class RawSocket {
     return true;
   }
   bool send_message(const Message& m, const std::vector<uint8_t>& body = {}) {
-    return send_bytes(encode_frame(m, body));
+    return send_bytes(encode(m, body));
+  }
+
+  // The bytes of a frame as this peer sends it: sealed after a secure handshake.
+  std::vector<uint8_t> encode(const Message& m, const std::vector<uint8_t>& body = {}) {
+    if (!send_) return encode_frame(m, body);
+    FrameHead head = encode_frame_head(m, body.size());
+    head.prefix = encode_prefix({static_cast<uint32_t>(head.header.size()), kFlagSealed,
+                                 static_cast<uint32_t>(body.size())});
+    std::vector<uint8_t> out(head.prefix.begin(), head.prefix.end());
+    std::vector<uint8_t> sealed(head.header.size() + body.size() + kWireTagBytes);
+    send_->seal(head.prefix, head.header, body, sealed);
+    out.insert(out.end(), sealed.begin(), sealed.end());
+    return out;
   }
 
   // Exactly n bytes, or nullopt on EOF / error / timeout.
@@ -86,8 +101,20 @@ class RawSocket {
     auto p = parse_prefix(std::span<const uint8_t, kPrefixBytes>(prefix->data(), kPrefixBytes),
                           FrameLimits{});
     if (!p) return std::nullopt;
-    auto rest = recv_bytes(p->header_bytes + size_t{p->body_bytes});
+    const bool sealed = (p->flags & kFlagSealed) != 0;
+    if (sealed != recv_.has_value()) return std::nullopt;
+    auto rest = recv_bytes(p->header_bytes + size_t{p->body_bytes} + (sealed ? kWireTagBytes : 0));
     if (!rest) return std::nullopt;
+    if (sealed) {
+      std::span<uint8_t> all(*rest);
+      std::array<uint8_t, kWireTagBytes> tag;
+      std::copy(rest->end() - kWireTagBytes, rest->end(), tag.begin());
+      if (!recv_->open(std::span<const uint8_t, kPrefixBytes>(prefix->data(), kPrefixBytes),
+                       all.subspan(0, p->header_bytes), all.subspan(p->header_bytes, p->body_bytes),
+                       tag))
+        return std::nullopt;
+      rest->resize(rest->size() - kWireTagBytes);
+    }
     std::vector<uint8_t> header(rest->begin(), rest->begin() + p->header_bytes);
     auto m = decode_header(header, p->body_bytes);
     if (!m) return std::nullopt;
@@ -122,8 +149,14 @@ class RawSocket {
     if (!send_message(AuthResponse{proof, nc})) return false;
     auto response = recv_message();
     if (!response || !std::holds_alternative<AuthResponse>(*response)) return false;
-    return macs_equal(std::get<AuthResponse>(*response).mac,
-                      auth_proof(secret, AuthSide::kServer, ns, nc, node_id, server_id));
+    if (!macs_equal(std::get<AuthResponse>(*response).mac,
+                    auth_proof(secret, AuthSide::kServer, ns, nc, node_id, server_id)))
+      return false;
+    SessionKeys keys = derive_session_keys(secret, ns, nc, Hello{version, 0, node_id, Role::kClient, mode},
+                                           std::get<Hello>(*hello));
+    send_.emplace(keys.client_to_server);
+    recv_.emplace(keys.server_to_client);
+    return true;
   }
 
   void close() {
@@ -134,6 +167,8 @@ class RawSocket {
 
  private:
   int fd_;
+  std::optional<FrameCipher> send_;  // set by a secure handshake
+  std::optional<FrameCipher> recv_;
 };
 
 // A listening POSIX socket on 127.0.0.1 with an OS-chosen port.
@@ -154,6 +189,7 @@ class RawListener {
   }
   ~RawListener() { ::close(fd_); }
   uint16_t port() const { return port_; }
+  int fd() const { return fd_; }
   RawSocket accept_one() { return RawSocket(::accept(fd_, nullptr, nullptr)); }
 
  private:

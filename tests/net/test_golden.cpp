@@ -1,6 +1,7 @@
 // Golden encoded frames: pin the wire protocol. If one of these changes, old peers can no
 // longer read new frames (or the reverse): bump kProtocolVersion or fix the change. Decoding
 // the committed bytes checks that today's decoder still reads what the current version wrote.
+// Version 3 changed only the Hello (its protocol_version field); sealing happens after encoding.
 // Regenerate (only for a deliberate protocol change): BATON_PRINT_GOLDEN=1 ./test_net "[golden]"
 #include <catch2/catch.hpp>
 

@@ -181,7 +181,7 @@ TEST_CASE("hostile clients are disconnected while a good client keeps being serv
   SECTION("an authenticated peer sending a corrupt header") {
     RawSocket raw = RawSocket::connect_to(server.port);
     REQUIRE(raw.handshake("raw", kSecret));
-    auto frame = encode_frame(Commit{1});
+    auto frame = raw.encode(Commit{1});
     for (size_t i = kPrefixBytes + 8; i < frame.size(); ++i) frame[i] = 0xEE;
     raw.send_bytes(frame);
     CHECK(raw.closed_by_peer());
@@ -274,7 +274,7 @@ TEST_CASE("a peer vanishing mid-frame ends the connection with a reason") {
   RawSocket raw = RawSocket::connect_to(port);
   REQUIRE(raw.handshake("raw", kSecret));
   auto [f, body] = sample_forward(2, 64, 1);
-  auto frame = encode_frame(f, body.bytes());
+  auto frame = raw.encode(f, std::vector<uint8_t>(body.bytes().begin(), body.bytes().end()));
   REQUIRE(frame.size() > 100);
   frame.erase(frame.end() - 100, frame.end());  // the body is cut short
   raw.send_bytes(frame);

@@ -227,7 +227,7 @@ TEST_CASE("hostile peers are refused and the worker keeps serving", "[pipeline]"
   {  // A truncated frame after a good handshake, then silence.
     auto raw = baton::net::test::RawSocket::connect_to(w.port());
     REQUIRE(raw.handshake("half-coordinator", "the right secret"));
-    auto frame = baton::net::encode_frame(baton::net::Commit{1});
+    auto frame = raw.encode(baton::net::Commit{1});
     frame.resize(frame.size() / 2);
     raw.send_bytes(frame);
   }

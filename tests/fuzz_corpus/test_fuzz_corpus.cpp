@@ -1,0 +1,65 @@
+// The committed seed corpora of the libFuzzer targets (tests/fuzz/corpus/<target>/) replayed
+// through the very same harnesses in the normal suite (built with g++, no libFuzzer): each
+// harness aborts on a property violation and lets an unexpected exception escape, so a
+// corpus entry that once crashed a parser fails this test. docs/FUZZING.md has the runs.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+// Each harness defines LLVMFuzzerTestOneInput: renamed per target so they share one binary.
+#define LLVMFuzzerTestOneInput fuzz_wire_one
+#include "fuzz/fuzz_wire.cpp"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_openai_request_one
+#include "fuzz/fuzz_openai_request.cpp"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_cluster_config_one
+#include "fuzz/fuzz_cluster_config.cpp"
+#undef LLVMFuzzerTestOneInput
+#define BATON_FUZZ_DEFAULT_VOCAB BATON_SHARED_DIR_DEFAULT "/models/vocab/ggml-vocab-llama-spm.gguf"
+#define LLVMFuzzerTestOneInput fuzz_tokenizer_one
+#include "fuzz/fuzz_tokenizer.cpp"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_chat_template_one
+#include "fuzz/fuzz_chat_template.cpp"
+#undef LLVMFuzzerTestOneInput
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs every file of tests/fuzz/corpus/<target> through `harness`; returns how many.
+size_t replay(const std::string& target, int (*harness)(const uint8_t*, size_t)) {
+  const fs::path dir = fs::path(__FILE__).parent_path().parent_path() / "fuzz" / "corpus" / target;
+  if (!fs::is_directory(dir)) FAIL("fuzz corpus directory missing: " << dir);
+  size_t n = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    INFO(entry.path());
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(harness(bytes.data(), bytes.size()) == 0);
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("fuzz corpus: wire frames decode, round-trip or are refused") {
+  CHECK(replay("wire", fuzz_wire_one) >= 10);
+}
+TEST_CASE("fuzz corpus: OpenAI request bodies parse or are refused with an ApiError") {
+  CHECK(replay("openai_request", fuzz_openai_request_one) >= 5);
+}
+TEST_CASE("fuzz corpus: cluster YAML parses or is refused with a baton::Error") {
+  CHECK(replay("cluster_config", fuzz_cluster_config_one) >= 4);
+}
+TEST_CASE("fuzz corpus: the tokenizer encodes every input to ids in range") {
+  CHECK(replay("tokenizer", fuzz_tokenizer_one) >= 10);
+}
+TEST_CASE("fuzz corpus: chat templates detect and render or refuse a role") {
+  CHECK(replay("chat_template", fuzz_chat_template_one) >= 4);
+}
