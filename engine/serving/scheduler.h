@@ -31,6 +31,10 @@
 #include "engine/sampling/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
 
+namespace baton::grammar {
+struct CompiledConstraint;
+}
+
 namespace baton::serving {
 
 // All slots busy and the wait queue full: the HTTP layer answers 503.
@@ -54,6 +58,9 @@ struct CompletionRequest {
   size_t n_top_logprobs = 0;         // and the top n of the raw distribution (<= 20)
   std::vector<std::string> stop;     // generation ends before the first occurrence of any
   bool ignore_eos = false;           // keep going past end-of-generation tokens
+  // Constrained decoding (grammar, JSON schema, forced tool call): masks the logits before
+  // every sample (engine/grammar/token_constraint.h). Null: unconstrained.
+  std::shared_ptr<const grammar::CompiledConstraint> constraint;
 };
 
 // One generated token and the text it released. Text is held back while it is an incomplete
