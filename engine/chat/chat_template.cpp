@@ -199,7 +199,9 @@ std::string ChatTemplate::apply(std::span<const ChatMessage> messages,
                                 bool add_generation_prompt) const {
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
-    if (role != "system" && role != "user" && role != "assistant") {
+    // "ipython": Llama 3.1+'s role for tool results (engine/chat/tool_calls.h writes it).
+    const bool tool_result = role == "ipython" && format_ == ChatFormat::kLlama3;
+    if (role != "system" && role != "user" && role != "assistant" && !tool_result) {
       fail("chat message {}: role \"{}\" is not one of system, user, assistant", i, role);
     }
   }

@@ -24,9 +24,18 @@ namespace gguf {
 class Metadata;
 }
 
+// A function call an assistant message made (OpenAI's tool_calls[i]); arguments is JSON text.
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
 struct ChatMessage {
-  std::string role;     // "system", "user" or "assistant"
+  std::string role;     // "system", "user" or "assistant" (and "tool" before tool_calls.h renders it)
   std::string content;
+  std::vector<ChatToolCall> tool_calls;  // assistant: the calls it made
+  std::string tool_call_id;              // tool: the call this result answers
 };
 
 enum class ChatFormat {

@@ -32,6 +32,10 @@
 #include "engine/serving/prefix_cache.h"
 #include "engine/tokenizer/tokenizer.h"
 
+namespace baton::grammar {
+struct CompiledConstraint;
+}
+
 namespace baton::serving {
 
 // All slots busy and the wait queue full: the HTTP layer answers 503.
@@ -56,6 +60,9 @@ struct CompletionRequest {
   std::vector<std::string> stop;     // generation ends before the first occurrence of any
   bool ignore_eos = false;           // keep going past end-of-generation tokens
   bool cache_prompt = true;          // reuse a cached prefix's KV, and leave this one's for others
+  // Constrained decoding (grammar, JSON schema, forced tool call): masks the logits before
+  // every sample (engine/grammar/token_constraint.h). Null: unconstrained.
+  std::shared_ptr<const grammar::CompiledConstraint> constraint;
 };
 
 // One generated token and the text it released. Text is held back while it is an incomplete

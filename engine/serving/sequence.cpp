@@ -1,6 +1,7 @@
 #include "engine/serving/sequence.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/runtime/prompt_pieces.h"
 #include "engine/sampling/logprobs.h"
@@ -26,6 +27,7 @@ ActiveSequence::ActiveSequence(uint64_t id, std::shared_ptr<RequestHandle> handl
       n_fed_(reused),
       n_reused_(reused),
       submitted_(submitted) {
+  if (request_.constraint) constraint_.emplace(request_.constraint);
   request_.prompt.clear();
   request_.prompt.shrink_to_fit();
 }
@@ -58,11 +60,22 @@ void ActiveSequence::mark_fed(size_t n) {
 
 bool ActiveSequence::accept(std::span<const float> logits) {
   TokenEvent event;
+  // Under a grammar the sampler and the log-probabilities see the masked row: the chosen
+  // token's logprob is its probability among the tokens the grammar allows.
+  if (constraint_) {
+    masked_.assign(logits.begin(), logits.end());
+    constraint_->apply(masked_);
+    logits = masked_;
+  }
   event.token = sampler_.sample(logits, tokens_);
+  if (constraint_) constraint_->accept(event.token);
   if (request_.logprobs || request_.n_top_logprobs > 0) {
     StepLogprobs lp = step_logprobs(logits, event.token, request_.n_top_logprobs);
     event.logprob = lp.chosen.logprob;
     event.top = std::move(lp.top);
+    // Tokens the grammar rules out (-inf) are not candidates: a step with fewer allowed tokens
+    // than asked lists fewer.
+    if (constraint_) std::erase_if(event.top, [](const TokenLogprob& t) { return std::isinf(t.logprob); });
   }
   tokens_.push_back(event.token);
   ++n_generated_;
@@ -79,7 +92,13 @@ bool ActiveSequence::accept(std::span<const float> logits) {
     event.text += stop_.push(detokenizer_.flush());
     if (!stop_.stopped()) event.text += stop_.flush();
   }
-  if (stop_.stopped() || eog)
+  // A grammar whose sentence is complete allows nothing but the end: stop without asking.
+  const bool grammar_done = constraint_ && !eog && constraint_->complete();
+  if (grammar_done && !stop_.stopped() && !length) {
+    event.text += stop_.push(detokenizer_.flush());
+    if (!stop_.stopped()) event.text += stop_.flush();
+  }
+  if (stop_.stopped() || eog || grammar_done)
     end_reason_ = "stop";
   else if (length)
     end_reason_ = "length";

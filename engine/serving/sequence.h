@@ -8,10 +8,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "engine/grammar/token_constraint.h"
 #include "engine/sampling/sampler.h"
 #include "engine/serving/scheduler.h"
 #include "engine/serving/stop_matcher.h"
@@ -87,6 +89,8 @@ class ActiveSequence {
   Sampler sampler_;
   tokenizer::StreamDetokenizer detokenizer_;
   StopMatcher stop_;
+  std::optional<grammar::TokenConstraint> constraint_;  // when the request has a grammar
+  std::vector<float> masked_;                           // scratch: the logits after the grammar mask
 
   std::vector<int32_t> tokens_;  // prompt, then generated tokens
   size_t n_prompt_ = 0;

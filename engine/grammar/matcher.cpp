@@ -1,0 +1,168 @@
+#include "engine/grammar/matcher.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace baton::grammar {
+
+void StackSet::add_unique(std::span<const uint32_t> stack) {
+  // Sets stay small for the grammars we build (a handful of stacks): a linear scan is cheapest.
+  for (size_t i = 0; i < size(); ++i) {
+    auto s = at(i);
+    if (s.size() == stack.size() && std::equal(s.begin(), s.end(), stack.begin())) return;
+  }
+  data.insert(data.end(), stack.begin(), stack.end());
+  offsets.push_back(static_cast<uint32_t>(data.size()));
+}
+
+Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
+  // The start: every alternative of the root rule, expanded.
+  work_.clear();
+  const Grammar& g = *grammar_;
+  for (uint32_t start : g.alternatives[g.root]) {
+    if (g.code[start].kind != Symbol::Kind::kEnd) work_.push_back(start);
+    expand(work_, stacks_);
+    work_.clear();
+  }
+}
+
+void Matcher::expand(std::vector<uint32_t>& work, StackSet& out) const {
+  if (work.empty()) {
+    out.add_unique(work);
+    return;
+  }
+  const Grammar& g = *grammar_;
+  const uint32_t pos = work.back();
+  const Symbol sym = g.code[pos];
+  if (sym.kind == Symbol::Kind::kChars) {
+    out.add_unique(work);
+    return;
+  }
+  // A rule reference: replace it by what follows it, then each alternative's first symbol.
+  work.pop_back();
+  const bool more = g.code[pos + 1].kind != Symbol::Kind::kEnd;
+  if (more) work.push_back(pos + 1);
+  for (uint32_t start : g.alternatives[sym.index]) {
+    if (g.code[start].kind != Symbol::Kind::kEnd) {
+      work.push_back(start);
+      expand(work, out);
+      work.pop_back();
+    } else {
+      expand(work, out);
+    }
+  }
+  if (more) work.pop_back();
+  work.push_back(pos);
+}
+
+void Matcher::advance(const StackSet& in, uint32_t cp, StackSet& out) {
+  const Grammar& g = *grammar_;
+  out.clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    auto s = in.at(i);
+    if (s.empty()) continue;
+    const uint32_t pos = s.back();
+    if (!g.classes[g.code[pos].index].matches(cp)) continue;
+    work_.assign(s.begin(), s.end() - 1);
+    if (g.code[pos + 1].kind != Symbol::Kind::kEnd) work_.push_back(pos + 1);
+    expand(work_, out);
+  }
+}
+
+bool Matcher::partial_viable(const StackSet& stacks, const Utf8Partial& partial) const {
+  const Grammar& g = *grammar_;
+  const uint32_t shift = 6u * partial.remaining;
+  const uint32_t lo = partial.value << shift, hi = lo | ((1u << shift) - 1);
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    auto s = stacks.at(i);
+    if (!s.empty() && g.classes[g.code[s.back()].index].matches_some(lo, hi)) return true;
+  }
+  return false;
+}
+
+bool Matcher::step(const StackSet& in, const Utf8Partial& partial, uint8_t byte, StackSet& out, Utf8Partial& next) {
+  next = partial;
+  if (partial.remaining == 0) {
+    if (byte < 0x80) {
+      advance(in, byte, out);
+      return !out.empty();
+    }
+    if ((byte & 0xE0) == 0xC0) next = {byte & 0x1Fu, 1};
+    else if ((byte & 0xF0) == 0xE0) next = {byte & 0x0Fu, 2};
+    else if ((byte & 0xF8) == 0xF0) next = {byte & 0x07u, 3};
+    else return false;
+  } else {
+    if ((byte & 0xC0) != 0x80) return false;
+    next.value = (partial.value << 6) | (byte & 0x3Fu);
+    --next.remaining;
+    if (next.remaining == 0) {
+      const uint32_t cp = next.value;
+      next = {};
+      advance(in, cp, out);
+      return !out.empty();
+    }
+  }
+  // Still inside a character: the stacks do not move; keep them while the character can match.
+  if (!partial_viable(in, next)) return false;
+  if (&out != &in) out = in;
+  return true;
+}
+
+bool Matcher::accept(std::string_view bytes) {
+  StackSet cur = stacks_, next;
+  Utf8Partial partial = partial_, np;
+  for (char c : bytes) {
+    if (!step(cur, partial, static_cast<uint8_t>(c), next, np)) return false;
+    std::swap(cur, next);
+    partial = np;
+  }
+  stacks_ = std::move(cur);
+  partial_ = partial;
+  return true;
+}
+
+bool Matcher::can_end() const {
+  if (partial_.remaining != 0) return false;
+  for (size_t i = 0; i < stacks_.size(); ++i)
+    if (stacks_.at(i).empty()) return true;
+  return false;
+}
+
+bool Matcher::can_continue() const {
+  for (size_t i = 0; i < stacks_.size(); ++i)
+    if (!stacks_.at(i).empty()) return true;
+  return false;
+}
+
+void Matcher::mask(const VocabTrie& trie, std::vector<uint8_t>& allowed) {
+  allowed.assign(trie.n_vocab(), 0);
+  // Sized before the walk: walk() holds references into it.
+  if (depth_sets_.size() < trie.max_depth() + 1) depth_sets_.resize(trie.max_depth() + 1);
+  walk(trie, 0, 0, stacks_, partial_, allowed);
+}
+
+void Matcher::walk(const VocabTrie& trie, uint32_t node_id, size_t depth, const StackSet& stacks,
+                   const Utf8Partial& partial, std::vector<uint8_t>& allowed) {
+  const VocabTrie::Node& node = trie.node(node_id);
+  for (uint32_t e = 0; e < node.n_edges; ++e) {
+    const VocabTrie::Edge& edge = trie.edge(node.first_edge + e);
+    StackSet& out = depth_sets_[depth];
+    Utf8Partial next;
+    // Inside a character the stacks do not change: pass the parent's on without a copy.
+    const bool completes = partial.remaining <= 1 && !(partial.remaining == 0 && edge.byte >= 0x80);
+    bool ok;
+    const StackSet* child_stacks = &out;
+    if (completes) {
+      ok = step(stacks, partial, edge.byte, out, next);
+    } else {
+      ok = step(stacks, partial, edge.byte, const_cast<StackSet&>(stacks), next);
+      child_stacks = &stacks;
+    }
+    if (!ok) continue;
+    const VocabTrie::Node& child = trie.node(edge.child);
+    for (uint32_t t = 0; t < child.n_tokens; ++t) allowed[static_cast<size_t>(trie.token(child.first_token + t))] = 1;
+    if (child.n_edges > 0) walk(trie, edge.child, depth + 1, *child_stacks, next, allowed);
+  }
+}
+
+}  // namespace baton::grammar
