@@ -1,6 +1,7 @@
 // The OpenAI-compatible HTTP server (cpp-httplib: a thread pool, one thread per connection).
 // Routes: POST /v1/completions, POST /v1/chat/completions (stream or not), GET /v1/models,
-// GET /health, GET /v1/cluster, GET /metrics, POST /tokenize, POST /detokenize.
+// GET /health, GET /v1/cluster, GET /metrics, POST /tokenize, POST /detokenize; the web UI
+// (GET /, /dashboard, /webui/*, GET /v1/dashboard: webui_routes.cpp).
 // Errors are OpenAI's {"error": {...}} with the status: 400 bad input (naming the field),
 // 401 missing/wrong Bearer key (every route but /health, when a key is set), 404 unknown route,
 // 413 body over the limit, 503 overloaded / not ready / shutting down, 502 pipeline failure.
@@ -23,6 +24,7 @@ struct ServerOptions {
   std::string api_key;                     // "" = no authentication
   size_t max_body_bytes = 8u << 20;        // larger bodies -> 413
   int threads = 0;                         // HTTP threads; <= 0: slots + queue limit + 8
+  bool webui = true;                       // GET / chat page and dashboard (--no-webui: off)
 };
 
 class HttpServer {

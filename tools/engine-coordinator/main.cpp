@@ -3,8 +3,9 @@
 //   engine-coordinator --config cluster.yaml                            a cluster of engine-workers,
 //                                                                       served at cluster.master
 // Options: --api-key KEY | --api-key-file F, --slots N, --queue N, -c/--ctx N, -t/--threads N,
-// --n-batch N, --alias NAME, --chat-template NAME. Prints "listening on http://HOST:PORT" once it
-// accepts connections; SIGTERM/SIGINT: stop accepting, abort running requests, exit 0.
+// --n-batch N, --alias NAME, --chat-template NAME, --no-webui (no chat page and dashboard at GET /).
+// Prints "listening on http://HOST:PORT" once it accepts connections; SIGTERM/SIGINT: stop
+// accepting, abort running requests, exit 0.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
@@ -53,7 +54,10 @@ int main(int argc, char** argv) {
   app.add_option("--alias", so.alias, "model id in the API (default: the file name without .gguf)");
   app.add_option("--chat-template", so.chat_template, "chat template by name (default: the model's)");
   app.add_option("--http-threads", http.threads, "HTTP worker threads (default slots + queue + 8)");
+  bool no_webui = false;
+  app.add_flag("--no-webui", no_webui, "do not serve the chat page and dashboard at GET / (the API stays)");
   CLI11_PARSE(app, argc, argv);
+  http.webui = !no_webui;
   if (mmap) so.placement = baton::WeightPlacement::kMapped;
   if (model_path.empty() && config_path.empty()) {
     fmt::print(stderr, "error: give --model FILE or --config cluster.yaml\n");
