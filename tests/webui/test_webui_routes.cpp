@@ -73,7 +73,7 @@ TEST_CASE("GET /v1/dashboard reports the node, the queue and the recent time to 
   CHECK(d["nodes"][0]["compute_ms_per_token"].get<double>() > 0);
 }
 
-TEST_CASE("with an API key the page is public and the dashboard data is not; --no-webui drops the page", "[webui]") {
+TEST_CASE("with an API key the page is public and the dashboard data is not, and --no-webui drops the page", "[webui]") {
   baton::api::ServerOptions keyed;
   keyed.api_key = "k1";
   baton::test::LocalServer s({}, keyed);
