@@ -5,7 +5,15 @@
 # HTTP API and asks it for a completion with curl. Everything is stopped on exit.
 # Model: the first argument if given, else ../shared/models/stories260K.gguf when it exists,
 # else a small random model made with `engine-gguf synth`.
+# --serve: skip the demo; keep the cluster up behind engine-coordinator (port BATON_PORT, default
+# 8021) until Ctrl-C, and print the URL of its chat page and dashboard.
 set -euo pipefail
+serve=0
+args=()
+for a in "$@"; do
+  if [ "$a" = --serve ]; then serve=1; else args+=("$a"); fi
+done
+set -- "${args[@]+"${args[@]}"}"
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 scripts/setup-deps.sh
@@ -66,6 +74,20 @@ cluster:
     - { id: node-02, host: 127.0.0.1, port: ${ports[1]}, layers: auto }
 YAML
 echo "cluster: node-01 on 127.0.0.1:${ports[0]}, node-02 on 127.0.0.1:${ports[1]}"
+if [ "$serve" = 1 ]; then
+  build/bin/engine-coordinator --config "$work/cluster.yaml" --port "${BATON_PORT:-8021}" &
+  pids+=($!)
+  for _ in $(seq 300); do
+    curl -sf "http://127.0.0.1:${BATON_PORT:-8021}/health" >/dev/null 2>&1 && break
+    kill -0 "${pids[-1]}" 2>/dev/null || { echo "engine-coordinator did not start"; exit 1; }
+    sleep 0.1
+  done
+  echo
+  echo "Open http://127.0.0.1:${BATON_PORT:-8021}/ to chat, http://127.0.0.1:${BATON_PORT:-8021}/dashboard to watch the two workers."
+  echo "Ctrl-C stops the cluster."
+  wait "${pids[-1]}" || true
+  exit 0
+fi
 build/bin/engine-run --config "$work/cluster.yaml" -p "$prompt" -n "${BATON_N:-64}"
 
 # The same cluster behind the OpenAI-compatible HTTP API, asked with curl.

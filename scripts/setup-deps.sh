@@ -8,6 +8,7 @@ packages=(
   libpcre2-dev libicu-dev libssl-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libcpp-httplib-dev
   clang libclang-rt-14-dev
   etcd-server etcd-client  # the etcd registry tests start a real etcd on 127.0.0.1
+  chromium                 # the web UI tests (tests/webui) drive it headless with puppeteer-core
 )
 missing=()
 for p in "${packages[@]}"; do

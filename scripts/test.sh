@@ -13,6 +13,10 @@ shared=${BATON_SHARED:-$root/../shared}
 if [ ! -d tests/openai_client/node_modules ]; then
   (cd tests/openai_client && npm ci --no-audit --no-fund)
 fi
+# The web UI test (ctest label webui) drives Chromium with the puppeteer-core of its package-lock.json.
+if [ ! -d tests/webui/node_modules ]; then
+  (cd tests/webui && npm ci --no-audit --no-fund)
+fi
 
 # Unity builds: each target's files compile in batches (docs/DECISIONS.md, "Build").
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBATON_UNITY_BUILD=ON -DBATON_SHARED_DIR="$shared"

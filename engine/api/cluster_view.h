@@ -15,6 +15,7 @@ struct NodeView {
   int64_t first_layer = -1;            // inclusive; -1 when it serves none yet
   int64_t last_layer = -1;             // inclusive
   std::string status;                  // "online", "loading" or "offline"
+  std::string reason;                  // its last status change in words ("" when not tracked)
   std::string role;                    // "coordinator", "worker"
   double load = 0;                     // share of the last minute spent computing, 0..1 (best effort)
   double last_heartbeat_seconds = -1;  // seconds since the last sign of life; -1 = never / not tracked

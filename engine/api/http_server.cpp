@@ -168,9 +168,11 @@ void HttpServer::Impl::install_routes() {
   server.Get("/metrics", guarded([this](const Request&, Response& r) { handle_metrics(r); }));
   server.Post("/tokenize", guarded([this](const Request& q, Response& r) { handle_tokenize(q, r); }));
   server.Post("/detokenize", guarded([this](const Request& q, Response& r) { handle_detokenize(q, r); }));
+  install_webui_routes();
 
   server.set_pre_routing_handler([this](const Request& req, Response& res) {
-    if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (options.api_key.empty() || req.path == "/health" || (options.webui && is_webui_page(req.path)))
+      return httplib::Server::HandlerResponse::Unhandled;
     std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
     if (auth.empty()) {

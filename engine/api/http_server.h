@@ -1,6 +1,7 @@
 // The OpenAI-compatible HTTP server (cpp-httplib: a thread pool, one thread per connection).
 // Routes: POST /v1/completions, POST /v1/chat/completions (stream or not), GET /v1/models,
-// GET /health, GET /v1/cluster, GET /metrics, POST /tokenize, POST /detokenize.
+// GET /health, GET /v1/cluster, GET /metrics, POST /tokenize, POST /detokenize; the web UI
+// (GET /, /dashboard, /webui/*, GET /v1/dashboard: webui_routes.cpp).
 // Errors are OpenAI's {"error": {...}} with the status: 400 bad input (naming the field),
 // 401 missing/wrong Bearer key (every route but /health, when a key is set), 404 unknown route,
 // 408 headers too slow, 413 body over the limit (whatever its framing), 431 headers too large,
@@ -31,6 +32,7 @@ struct ServerOptions {
   double header_timeout_s = 10;
   double timeout_s = 600;
   int max_connections = 1024;
+  bool webui = true;                       // GET / chat page and dashboard (--no-webui: off)
 };
 
 class HttpServer {

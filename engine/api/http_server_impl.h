@@ -11,6 +11,7 @@
 
 #include "engine/api/api_error.h"
 #include "engine/api/gated_server.h"
+#include "engine/api/dashboard.h"
 #include "engine/api/http_server.h"
 #include "engine/api/openai_request.h"
 
@@ -28,6 +29,9 @@ struct HttpServer::Impl {
   void handle_metrics(httplib::Response& res);
   void handle_tokenize(const httplib::Request& req, httplib::Response& res);
   void handle_detokenize(const httplib::Request& req, httplib::Response& res);
+  // GET /, /dashboard, /webui/<file> (unless --no-webui) and GET /v1/dashboard (webui_routes.cpp).
+  void install_webui_routes();
+  void handle_dashboard(httplib::Response& res);
 
   ServedModel& model;
   ServerOptions options;
@@ -36,7 +40,13 @@ struct HttpServer::Impl {
   std::thread thread;
   std::atomic<bool> stopping{false};
   int port = 0;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  DashboardHistory dashboard_history;
 };
+
+// The web UI's page and files: served without the API key (a browser cannot send it when it
+// navigates); the page then asks for the key and sends it with its API calls.
+bool is_webui_page(const std::string& path);
 
 void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
 void send_error(httplib::Response& res, const ApiError& error);

@@ -83,6 +83,17 @@ void HttpMetrics::count_request_disconnected() {
 void HttpMetrics::observe_time_to_first_token(double seconds) {
   std::lock_guard lock(mutex_);
   ttft_.observe(seconds);
+  if (recent_ttft_.size() < kRecentTtft) recent_ttft_.push_back(seconds);
+  else recent_ttft_[recent_ttft_next_] = seconds;
+  recent_ttft_next_ = (recent_ttft_next_ + 1) % kRecentTtft;
+}
+
+std::vector<double> HttpMetrics::recent_time_to_first_token() const {
+  std::lock_guard lock(mutex_);
+  if (recent_ttft_.size() < kRecentTtft) return recent_ttft_;
+  std::vector<double> out(recent_ttft_.begin() + static_cast<std::ptrdiff_t>(recent_ttft_next_), recent_ttft_.end());
+  out.insert(out.end(), recent_ttft_.begin(), recent_ttft_.begin() + static_cast<std::ptrdiff_t>(recent_ttft_next_));
+  return out;
 }
 
 void HttpMetrics::observe_inter_token(double seconds) {

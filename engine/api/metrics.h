@@ -55,6 +55,10 @@ class HttpMetrics {
   void observe_inter_token(double seconds);
   // Writes the families above.
   void write(MetricsWriter& w) const;
+  // The last kRecentTtft times to first token (seconds, oldest first), for the dashboard's
+  // p50/p95 of recent requests (the histogram's buckets are too coarse for that).
+  static constexpr size_t kRecentTtft = 256;
+  std::vector<double> recent_time_to_first_token() const;
 
  private:
   mutable std::mutex mutex_;
@@ -63,6 +67,8 @@ class HttpMetrics {
   uint64_t requests_disconnected_ = 0;
   Histogram ttft_;
   Histogram inter_token_;
+  std::vector<double> recent_ttft_;  // ring of kRecentTtft
+  size_t recent_ttft_next_ = 0;
 };
 
 }  // namespace baton::api

@@ -55,6 +55,7 @@ ClusterViewSnapshot StaticClusterView::snapshot() const {
     // The failure message names the node ("node node-02 (127.0.0.1:8011) ...").
     bool failed = !failure_.empty() && failure_.find(p.id) != std::string::npos;
     n.status = failed ? "offline" : "online";
+    if (failed) n.reason = failure_;
     all_online = all_online && !failed;
     n.last_heartbeat_seconds = std::chrono::duration<double>(now - last_seen_[i]).count();
     n.load = load_value_[i];

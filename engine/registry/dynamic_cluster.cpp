@@ -467,6 +467,7 @@ api::ClusterViewSnapshot DynamicCluster::snapshot() const {
     v.id = e.record.node_id;
     v.address = fmt::format("{}:{}", e.record.host, e.record.port);
     v.status = std::string(to_string(e.state));
+    v.reason = e.reason;
     v.role = "worker";
     v.load = e.record.load;
     v.last_heartbeat_seconds = e.heard ? std::chrono::duration<double>(now - e.last_seen).count() : -1;

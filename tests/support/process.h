@@ -30,6 +30,7 @@ namespace baton::test {
 struct ProcessOptions {
   bool merge_stderr = false;  // stderr into the stdout buffer
   std::string stderr_path;    // otherwise: stderr to this file ("" = inherit the test's)
+  bool stdin_pipe = false;    // stdin from write_stdin() / close_stdin() (else inherited)
 };
 
 class Process {
@@ -38,6 +39,8 @@ class Process {
   explicit Process(std::vector<std::string> argv, ProcessOptions options = {}) : options_(std::move(options)) {
     int out[2];
     if (pipe(out) != 0) throw std::runtime_error("pipe failed");
+    int in[2] = {-1, -1};
+    if (options_.stdin_pipe && pipe(in) != 0) throw std::runtime_error("pipe failed");
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
@@ -50,9 +53,18 @@ class Process {
       posix_spawn_file_actions_addopen(&fa, 2, options_.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addclose(&fa, out[0]);
     posix_spawn_file_actions_addclose(&fa, out[1]);
+    if (options_.stdin_pipe) {
+      posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+      posix_spawn_file_actions_addclose(&fa, in[0]);
+      posix_spawn_file_actions_addclose(&fa, in[1]);
+    }
     const int rc = posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
     close(out[1]);
+    if (options_.stdin_pipe) {
+      close(in[0]);
+      stdin_ = in[1];
+    }
     if (rc != 0) {
       close(out[0]);
       pid_ = -1;
@@ -61,6 +73,7 @@ class Process {
     reader_ = std::thread([this, fd = out[0]] { read_all(fd); });
   }
   ~Process() {
+    close_stdin();
     kill_now();
     if (reader_.joinable()) reader_.join();  // EOF once the child is gone
   }
@@ -68,6 +81,21 @@ class Process {
   Process& operator=(const Process&) = delete;
 
   pid_t pid() const { return pid_; }
+
+  // With ProcessOptions::stdin_pipe: writes to the child's stdin / closes it (the child sees EOF).
+  void write_stdin(const std::string& text) {
+    size_t done = 0;
+    while (stdin_ >= 0 && done < text.size()) {
+      const ssize_t n = ::write(stdin_, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw std::runtime_error("cannot write to the child's stdin");
+      done += static_cast<size_t>(n);
+    }
+  }
+  void close_stdin() {
+    if (stdin_ >= 0) ::close(stdin_);
+    stdin_ = -1;
+  }
 
   // Everything the child wrote to stdout (and stderr if merged) so far.
   std::string output() const {
@@ -166,6 +194,7 @@ class Process {
   }
 
   ProcessOptions options_;
+  int stdin_ = -1;
   pid_t pid_ = -1;
   int status_ = -1;
   std::thread reader_;

@@ -4,8 +4,9 @@
 //                                                                       served at cluster.master
 // Options: --api-key KEY | --api-key-file F, --slots N, --queue N, -c/--ctx N, -t/--threads N,
 // --n-batch N, --alias NAME, --chat-template NAME, -to/--timeout S, --header-timeout S,
-// --max-connections N. Prints "listening on http://HOST:PORT" once it
-// accepts connections; SIGTERM/SIGINT: stop accepting, abort running requests, exit 0.
+// --max-connections N, --no-webui (no chat page and dashboard at GET /). Prints
+// "listening on http://HOST:PORT" once it accepts connections; SIGTERM/SIGINT: stop
+// accepting, abort running requests, exit 0.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
@@ -70,7 +71,10 @@ int main(int argc, char** argv) {
   // llama-server's -to for --timeout: CLI11 takes one-letter short names only.
   for (int i = 1; i < argc; ++i)
     if (std::string_view(argv[i]) == "-to") argv[i] = const_cast<char*>("--timeout");
+  bool no_webui = false;
+  app.add_flag("--no-webui", no_webui, "do not serve the chat page and dashboard at GET / (the API stays)");
   CLI11_PARSE(app, argc, argv);
+  http.webui = !no_webui;
   if (mmap) so.placement = baton::WeightPlacement::kMapped;
   so.scheduler.cache_prompt = !no_cache_prompt;
   if (model_path.empty() && config_path.empty()) {

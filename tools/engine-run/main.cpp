@@ -2,10 +2,12 @@
 //   engine-run -m FILE -p TEXT -n N [--temp T --top-k K --top-p P --min-p M --seed S] [-t THREADS]
 //              [--ctx N] [--json | --tokenize] [--split A,B,...]
 //   engine-run --config cluster.yaml -p TEXT ...   (the layers run on the cluster's engine-workers)
+//   engine-run -m FILE -cnv [-sys TEXT]           interactive chat (conversation.h), local or --config
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -17,6 +19,7 @@
 #include "engine/pipeline/cluster.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/local_model.h"
+#include "conversation.h"
 
 namespace {
 
@@ -31,6 +34,9 @@ struct Options {
   std::string split;
   baton::SamplerParams sampling;
   int64_t seed = -1;
+  bool conversation = false, ignore_eos = false;
+  bool n_predict_given = false;
+  std::string system_prompt, chat_template;
 };
 
 // "2,4" -> [0,2) [2,4) [4,n_layer)
@@ -83,6 +89,16 @@ int run(const Options& o) {
   const auto& tok = cluster ? cluster->tokenizer() : local->tokenizer();
   baton::ModelHead& head = cluster ? cluster->head() : local->head();
   baton::LayerRunner& layers = cluster ? static_cast<baton::LayerRunner&>(cluster->layers()) : local->layers();
+  if (o.conversation) {
+    baton::ConversationOptions co;
+    co.system_prompt = o.system_prompt;
+    co.chat_template = o.chat_template;
+    co.generate.n_predict = o.n_predict_given ? o.n_predict : -1;
+    co.generate.sampling = o.sampling;
+    co.ignore_eos = o.ignore_eos;
+    co.generate.sampling.seed = o.seed < 0 ? std::random_device{}() : static_cast<uint32_t>(o.seed);
+    return baton::run_conversation(cluster ? *cluster->file() : *local->file(), tok, head, layers, co);
+  }
   std::vector<int32_t> prompt_tokens = tok.encode(prompt, !o.no_bos, o.special);
 
   if (o.tokenize_only) {
@@ -97,7 +113,7 @@ int run(const Options& o) {
   go.n_top_logprobs = o.json ? static_cast<size_t>(o.top_logprobs) : 0;
   go.n_batch = o.n_batch;
   go.prefill_chunk = o.prefill_chunk;
-  go.is_end_of_generation = [&tok](int32_t id) { return tok.is_eog(id); };
+  if (!o.ignore_eos) go.is_end_of_generation = [&tok](int32_t id) { return tok.is_eog(id); };
 
   baton::Generator generator(head, layers);
   baton::tokenizer::StreamDetokenizer stream(tok);
@@ -181,7 +197,27 @@ int main(int argc, char** argv) {
                  "prompt tokens per pass on a pipeline (pieces of a chunk, same bits; 0: 128 / stages within [8, 32] on a cluster, whole chunks locally)")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--split", o.split, "run the layers as several local stages, e.g. 2,4 (for testing splits)");
-  CLI11_PARSE(app, argc, argv);
+  app.add_flag("--ignore-eos", o.ignore_eos, "generate past the end-of-generation token (up to -n)");
+  app.add_flag("--conversation", o.conversation, "interactive chat with the model's chat template (also -cnv)");
+  app.add_option("--system-prompt", o.system_prompt, "with -cnv: the system message (also -sys)");
+  app.add_option("--chat-template", o.chat_template, "with -cnv: chat template by name (default: the model's)");
+  // llama-cli's single-dash long names, which CLI11 does not take as such.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (auto& a : args) {
+    if (a == "-cnv") a = "--conversation";
+    else if (a == "-sys") a = "--system-prompt";
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  o.n_predict_given = app.count("--n-predict") > 0;
+  if (o.conversation && (!o.prompt.empty() || !o.prompt_file.empty() || o.json || o.tokenize_only)) {
+    fmt::print(stderr, "error: -cnv reads the conversation from stdin: no -p, -f, --json or --tokenize with it\n");
+    return 2;
+  }
   if (o.model.empty() && o.config.empty()) {
     fmt::print(stderr, "error: pass -m FILE or --config cluster.yaml\n");
     return 2;
