@@ -1,6 +1,8 @@
 // The OpenAI-compatible HTTP server (cpp-httplib: a thread pool, one thread per connection).
 // Routes: POST /v1/completions, POST /v1/chat/completions (stream or not), GET /v1/models,
-// GET /health, GET /v1/cluster, GET /metrics, POST /tokenize, POST /detokenize.
+// GET /health, GET /v1/cluster, GET /metrics, POST /tokenize, POST /detokenize; and, installed
+// by their own files (extra_routes.h), POST /v1/responses, GET /v1/models/{id}, llama-server's
+// POST /completion, GET /props, GET /slots, GET /models; CORS per ServerOptions::cors_origins.
 // Errors are OpenAI's {"error": {...}} with the status: 400 bad input (naming the field),
 // 401 missing/wrong Bearer key (every route but /health, when a key is set), 404 unknown route,
 // 413 body over the limit, 503 overloaded / not ready / shutting down, 502 pipeline failure.
@@ -11,6 +13,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/api/metrics.h"
 #include "engine/api/served_model.h"
@@ -23,6 +26,8 @@ struct ServerOptions {
   std::string api_key;                     // "" = no authentication
   size_t max_body_bytes = 8u << 20;        // larger bodies -> 413
   int threads = 0;                         // HTTP threads; <= 0: slots + queue limit + 8
+  std::vector<std::string> cors_origins;   // --cors-origin: origins (or "*") browsers may call from
+  bool slots_endpoint = true;              // GET /slots (false: 501, llama-server's --no-slots)
 };
 
 class HttpServer {

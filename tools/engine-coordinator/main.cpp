@@ -3,7 +3,7 @@
 //   engine-coordinator --config cluster.yaml                            a cluster of engine-workers,
 //                                                                       served at cluster.master
 // Options: --api-key KEY | --api-key-file F, --slots N, --queue N, -c/--ctx N, -t/--threads N,
-// --n-batch N, --alias NAME, --chat-template NAME. Prints "listening on http://HOST:PORT" once it
+// --n-batch N, --alias NAME, --chat-template NAME, --cors-origin ORIGIN, --no-slots. Prints "listening on http://HOST:PORT" once it
 // accepts connections; SIGTERM/SIGINT: stop accepting, abort running requests, exit 0.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
@@ -53,8 +53,14 @@ int main(int argc, char** argv) {
   app.add_option("--alias", so.alias, "model id in the API (default: the file name without .gguf)");
   app.add_option("--chat-template", so.chat_template, "chat template by name (default: the model's)");
   app.add_option("--http-threads", http.threads, "HTTP worker threads (default slots + queue + 8)");
+  app.add_option("--cors-origin", http.cors_origins,
+                 "let browser pages from ORIGIN call the API (repeat or comma-separate; '*' = any; default: same origin only)")
+      ->take_all();
+  bool no_slots = false;
+  app.add_flag("--no-slots", no_slots, "disable GET /slots (501), as llama-server's --no-slots");
   CLI11_PARSE(app, argc, argv);
   if (mmap) so.placement = baton::WeightPlacement::kMapped;
+  http.slots_endpoint = !no_slots;
   if (model_path.empty() && config_path.empty()) {
     fmt::print(stderr, "error: give --model FILE or --config cluster.yaml\n");
     return 1;
