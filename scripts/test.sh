@@ -12,6 +12,10 @@ shared=${BATON_SHARED:-$root/../shared}
 if [ ! -d tests/openai_client/node_modules ]; then
   (cd tests/openai_client && npm ci --no-audit --no-fund)
 fi
+# So does the Responses / LangChain / AI SDK client test (tests/responses_client).
+if [ ! -d tests/responses_client/node_modules ]; then
+  (cd tests/responses_client && npm ci --no-audit --no-fund)
+fi
 
 # Unity builds: each target's files compile in batches (docs/DECISIONS.md, "Build").
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBATON_UNITY_BUILD=ON -DBATON_SHARED_DIR="$shared"
