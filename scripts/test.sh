@@ -17,6 +17,10 @@ fi
 if [ ! -d tests/webui/node_modules ]; then
   (cd tests/webui && npm ci --no-audit --no-fund)
 fi
+# The Responses / LangChain / AI SDK client test (tests/responses_client), likewise.
+if [ ! -d tests/responses_client/node_modules ]; then
+  (cd tests/responses_client && npm ci --no-audit --no-fund)
+fi
 
 # Unity builds: each target's files compile in batches (docs/DECISIONS.md, "Build").
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBATON_UNITY_BUILD=ON -DBATON_SHARED_DIR="$shared"

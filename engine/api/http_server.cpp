@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 
+#include "engine/api/extra_routes.h"
 #include "engine/api/http_server_impl.h"
 #include "engine/api/openai_response.h"
 #include "engine/tokenizer/utf8.h"
@@ -31,7 +32,9 @@ namespace {
 constexpr size_t kFormBodyLimit = 8192;
 
 const char* const kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
-                               "/v1/cluster",     "/metrics",             "/tokenize",  "/detokenize"};
+                               "/v1/cluster",     "/metrics",             "/tokenize",  "/detokenize",
+                               "/v1/responses",   "/completion",          "/models",    "/props",
+                               "/slots"};
 
 // The metrics label of a path: a known route or "other" (keeps label cardinality bounded).
 std::string route_label(const std::string& path) {
@@ -162,15 +165,19 @@ void HttpServer::Impl::install_routes() {
   using httplib::Response;
   server.Post("/v1/completions", guarded([this](const Request& q, Response& r) { handle_generation(q, r, Endpoint::kCompletions); }));
   server.Post("/v1/chat/completions", guarded([this](const Request& q, Response& r) { handle_generation(q, r, Endpoint::kChat); }));
-  server.Get("/v1/models", guarded([this](const Request&, Response& r) { handle_models(r); }));
   server.Get("/health", guarded([this](const Request&, Response& r) { handle_health(r); }));
   server.Get("/v1/cluster", guarded([this](const Request&, Response& r) { handle_cluster(r); }));
   server.Get("/metrics", guarded([this](const Request&, Response& r) { handle_metrics(r); }));
   server.Post("/tokenize", guarded([this](const Request& q, Response& r) { handle_tokenize(q, r); }));
   server.Post("/detokenize", guarded([this](const Request& q, Response& r) { handle_detokenize(q, r); }));
   install_webui_routes();
+  install_model_routes(*this);
+  install_responses_routes(*this);
+  install_native_completion_routes(*this);
 
   server.set_pre_routing_handler([this](const Request& req, Response& res) {
+    // CORS first: an allowed origin's preflight is answered without the key (browsers send none).
+    if (answer_cors(cors, req, res)) return httplib::Server::HandlerResponse::Handled;
     if (options.api_key.empty() || req.path == "/health" || (options.webui && is_webui_page(req.path)))
       return httplib::Server::HandlerResponse::Unhandled;
     std::string auth = req.get_header_value("Authorization");
@@ -215,23 +222,6 @@ void HttpServer::Impl::install_routes() {
     metrics.count_request(route_label(req.path), res.status);
     spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
   });
-}
-
-void HttpServer::Impl::handle_models(httplib::Response& res) {
-  const ModelInfo& m = model.info();
-  json entry = {{"id", m.id},
-                {"object", "model"},
-                {"created", m.created},
-                {"owned_by", m.owned_by},
-                {"size", m.size_bytes},
-                {"quantization", m.quantization},
-                {"n_ctx", m.n_ctx},
-                {"n_ctx_train", m.n_ctx_train},
-                {"n_params", m.n_params},
-                {"n_layer", m.n_layer},
-                {"n_vocab", m.n_vocab},
-                {"architecture", m.arch}};
-  send_json(res, json{{"object", "list"}, {"data", json::array({entry})}});
 }
 
 void HttpServer::Impl::handle_health(httplib::Response& res) {

@@ -1,7 +1,9 @@
 // The OpenAI-compatible HTTP server (cpp-httplib: a thread pool, one thread per connection).
 // Routes: POST /v1/completions, POST /v1/chat/completions (stream or not), GET /v1/models,
 // GET /health, GET /v1/cluster, GET /metrics, POST /tokenize, POST /detokenize; the web UI
-// (GET /, /dashboard, /webui/*, GET /v1/dashboard: webui_routes.cpp).
+// (GET /, /dashboard, /webui/*, GET /v1/dashboard: webui_routes.cpp); and, installed by their own
+// files (extra_routes.h), POST /v1/responses, GET /v1/models/{id}, llama-server's POST /completion,
+// GET /props, GET /slots, GET /models; CORS per ServerOptions::cors_origins.
 // Errors are OpenAI's {"error": {...}} with the status: 400 bad input (naming the field),
 // 401 missing/wrong Bearer key (every route but /health, when a key is set), 404 unknown route,
 // 408 headers too slow, 413 body over the limit (whatever its framing), 431 headers too large,
@@ -13,6 +15,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/api/metrics.h"
 #include "engine/api/served_model.h"
@@ -33,6 +36,8 @@ struct ServerOptions {
   double timeout_s = 600;
   int max_connections = 1024;
   bool webui = true;                       // GET / chat page and dashboard (--no-webui: off)
+  std::vector<std::string> cors_origins;   // --cors-origin: origins (or "*") browsers may call from
+  bool slots_endpoint = true;              // GET /slots (false: 501, llama-server's --no-slots)
 };
 
 class HttpServer {

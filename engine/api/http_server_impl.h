@@ -12,18 +12,18 @@
 #include "engine/api/api_error.h"
 #include "engine/api/gated_server.h"
 #include "engine/api/dashboard.h"
+#include "engine/api/cors.h"
 #include "engine/api/http_server.h"
 #include "engine/api/openai_request.h"
 
 namespace baton::api {
 
 struct HttpServer::Impl {
-  Impl(ServedModel& m, ServerOptions o) : model(m), options(std::move(o)) {}
+  Impl(ServedModel& m, ServerOptions o) : model(m), options(std::move(o)), cors(options.cors_origins) {}
 
   void install_routes();
   // POST /v1/completions and /v1/chat/completions (generation_handler.cpp).
   void handle_generation(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
-  void handle_models(httplib::Response& res);
   void handle_health(httplib::Response& res);
   void handle_cluster(httplib::Response& res);
   void handle_metrics(httplib::Response& res);
@@ -35,6 +35,7 @@ struct HttpServer::Impl {
 
   ServedModel& model;
   ServerOptions options;
+  CorsPolicy cors;
   GatedServer server;  // httplib's, behind our connection gate (gated_server.h)
   HttpMetrics metrics;
   std::thread thread;
@@ -50,5 +51,8 @@ bool is_webui_page(const std::string& path);
 
 void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
 void send_error(httplib::Response& res, const ApiError& error);
+// Adds Access-Control-Allow-Origin (and Vary) for an allowed origin; answers an OPTIONS preflight
+// (204, true: nothing else runs). cors.cpp.
+bool answer_cors(const CorsPolicy& cors, const httplib::Request& req, httplib::Response& res);
 
 }  // namespace baton::api

@@ -282,6 +282,8 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
   if (endpoint == Endpoint::kChat) max_tokens = get_int(j, "max_completion_tokens", -1, kMaxInt);
   if (!max_tokens) max_tokens = get_int(j, "max_tokens", -1, kMaxInt);
   if (max_tokens && *max_tokens == 0) throw bad_request("max_tokens", "'max_tokens' must be at least 1 (or -1: no limit)");
+  // llama-server's n_predict wins over max_tokens; 0 generates nothing.
+  if (auto n_predict = get_int(j, "n_predict", -1, kMaxInt)) max_tokens = n_predict;
   // OpenAI's defaults: 16 for legacy completions, up to the context for chat.
   e.max_tokens = static_cast<int32_t>(max_tokens.value_or(endpoint == Endpoint::kCompletions ? 16 : -1));
 

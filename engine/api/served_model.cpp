@@ -114,6 +114,7 @@ ModelInfo describe_model(const gguf::GgufFile& file, const ModelConfig& config, 
                          int64_t n_ctx) {
   ModelInfo m;
   m.id = alias.empty() ? std::filesystem::path(file.path()).stem().string() : alias;
+  m.path = file.path();
   struct stat st {};
   if (::stat(file.path().c_str(), &st) == 0) m.created = static_cast<int64_t>(st.st_mtime);
   m.size_bytes = file.total_file_bytes();

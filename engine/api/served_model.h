@@ -22,6 +22,7 @@ namespace baton::api {
 // What GET /v1/models says about the model.
 struct ModelInfo {
   std::string id;            // --alias, default the file name without .gguf
+  std::string path;          // the GGUF file (the coordinator's copy in cluster mode)
   int64_t created = 0;       // file modification time (unix seconds)
   std::string owned_by = "baton";
   uint64_t size_bytes = 0;   // GGUF file(s) on disk

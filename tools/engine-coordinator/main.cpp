@@ -4,9 +4,9 @@
 //                                                                       served at cluster.master
 // Options: --api-key KEY | --api-key-file F, --slots N, --queue N, -c/--ctx N, -t/--threads N,
 // --n-batch N, --alias NAME, --chat-template NAME, -to/--timeout S, --header-timeout S,
-// --max-connections N, --no-webui (no chat page and dashboard at GET /). Prints
-// "listening on http://HOST:PORT" once it accepts connections; SIGTERM/SIGINT: stop
-// accepting, abort running requests, exit 0.
+// --max-connections N, --no-webui (no chat page and dashboard at GET /), --cors-origin ORIGIN,
+// --no-slots. Prints "listening on http://HOST:PORT" once it accepts connections; SIGTERM/SIGINT:
+// stop accepting, abort running requests, exit 0.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
@@ -73,10 +73,16 @@ int main(int argc, char** argv) {
     if (std::string_view(argv[i]) == "-to") argv[i] = const_cast<char*>("--timeout");
   bool no_webui = false;
   app.add_flag("--no-webui", no_webui, "do not serve the chat page and dashboard at GET / (the API stays)");
+  app.add_option("--cors-origin", http.cors_origins,
+                 "let browser pages from ORIGIN call the API (repeat or comma-separate; '*' = any; default: same origin only)")
+      ->take_all();
+  bool no_slots = false;
+  app.add_flag("--no-slots", no_slots, "disable GET /slots (501), as llama-server's --no-slots");
   CLI11_PARSE(app, argc, argv);
   http.webui = !no_webui;
   if (mmap) so.placement = baton::WeightPlacement::kMapped;
   so.scheduler.cache_prompt = !no_cache_prompt;
+  http.slots_endpoint = !no_slots;
   if (model_path.empty() && config_path.empty()) {
     fmt::print(stderr, "error: give --model FILE or --config cluster.yaml\n");
     return 1;
