@@ -36,6 +36,9 @@ def request(port, raw, timeout=30):
         except ConnectionResetError:
             s.close()
             return out, "reset"
+        except TimeoutError:
+            s.close()
+            return out, "timeout"
         if not d:
             break
         out += d
@@ -79,11 +82,11 @@ def slowloris(port, n):
     health, gen = [], []
     for _ in range(5):
         t0 = time.monotonic()
-        out, _ = request(port, HEALTH)
-        health.append((time.monotonic() - t0, out[9:12]))
+        out, err = request(port, HEALTH, timeout=10)
+        health.append((time.monotonic() - t0, out[9:12] or (err or "none").encode()))
         t0 = time.monotonic()
-        out, _ = request(port, completion())
-        gen.append((time.monotonic() - t0, out[9:12]))
+        out, err = request(port, completion(), timeout=10)
+        gen.append((time.monotonic() - t0, out[9:12] or (err or "none").encode()))
     open_now = 0
     for s in socks:
         try:

@@ -61,7 +61,9 @@ TEST_CASE("node ids must be printable UTF-8 of bounded length") {
   CHECK_THAT(config_error(with_node("\"a\\0b\"")), Catch::Contains("cluster.nodes[0].id has a space or control character"));
   CHECK_THAT(config_error(with_node("\"a\\nregistry event=offline node=b\"")), Catch::Contains("control character"));
   CHECK_THAT(config_error(with_node("\"a\\tb\"")), Catch::Contains("control character"));
-  CHECK_THAT(config_error(with_node("\"\\xff\\xfe\"")), Catch::Contains("is not valid UTF-8"));
+  // Raw bytes (a YAML "\\xff" escape is the character U+00FF, valid UTF-8).
+  CHECK_THAT(config_error(with_node("\"a\xc3\x28\"")), Catch::Contains("cluster.yaml:5:"));
+  CHECK_THAT(config_error(with_node("\"\\x85\"")), Catch::Contains("cluster.nodes[0].id"));  // U+0085, a C1 control
   CHECK_THAT(config_error(with_node(std::string(kMaxNodeIdBytes + 1, 'a'))), Catch::Contains("more than the 128 allowed"));
   CHECK_THAT(config_error(with_node("\"\"")), Catch::Contains("must not be empty"));
   CHECK(config_error(with_node("node-01")).empty());
