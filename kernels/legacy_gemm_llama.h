@@ -91,7 +91,7 @@ struct Act {
 // as the scalar reference (scale_products for batches, two broadcasts for one token).
 // The int32 lanes are exact: Σ u a - kOffset Σ a (bias, once per token and block, folded into
 // dpbusd's accumulator with VNNI) or, in the sign form, Σ |q| sign(a, q). Q8_0 uses the sign
-// form for decode and without VNNI, the offset form for VNNI batches; both are exact for
+// form for decode and without VNNI or AVX-512, the offset form for AVX-512 VNNI batches; both are exact for
 // activation quants in -127..127, which is all quantize_q8_0 produces (sign(-128) wraps).
 // No software prefetch: the T0 prefetch 256 bytes ahead that one-token tiles had until session 10
 // cost Q8_0 matvec 5-10 % on the Zen 5 VM (4096x4096, 1 thread: ~800-900 vs ~880-980 us, 3
@@ -131,12 +131,21 @@ inline void scale_products(const uint8_t* w_d, size_t w_stride, const uint8_t* a
   }
 }
 
+#ifdef __AVX512F__
+constexpr bool kWideRegs = true;  // 32 vector registers
+#else
+constexpr bool kWideRegs = false;
+#endif
+
 template <class F, bool kVnni, int R, int T>
 void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, float* out,
           size_t out_stride) {
   using A = Act<F::kMin>;
   constexpr size_t kWB = sizeof(typename F::Block);
-  constexpr bool kSign = F::kOffset == 128 && (!kVnni || T == 1);
+  // The offset form's per-token bias vectors do not fit the 16 ymm registers of a 2 x 4 tile (the
+  // AVX-VNNI tier spilled: rows-bench Q8_0 64 tokens 18.3 -> 22.2 ms), so without AVX-512 the sign
+  // form takes dpbusd too.
+  constexpr bool kSign = F::kOffset == 128 && (!kVnni || T == 1 || !kWideRegs);
   constexpr bool kBias = F::kOffset != 0 && !kSign;
   __m256 acc[R][T];
   float summs[R][T];

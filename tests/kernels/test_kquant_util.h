@@ -53,20 +53,20 @@ inline std::vector<KType> all_ktypes() {
   using namespace baton::kernels;
   return {
       {GgmlType::kQ2_K, sizeof(BlockQ2K), scalar::quantize_q2_k_ref, {80, 82},
-       variants_of(scalar::dequantize_q2_k, scalar::gemm_q2_k, avx2::dequantize_q2_k, avx2::gemm_q2_k_lanes, avxvnni::gemm_q2_k_lanes,
-                   avx512::dequantize_q2_k, avx512::gemm_q2_k_lanes, avx512::gemm_q2_k_lanes)},
+       variants_of(scalar::dequantize_q2_k, scalar::gemm_q2_k, avx2::dequantize_q2_k, avx2::gemm_q2_k_lanes,
+                   avxvnni::gemm_q2_k_lanes, avx512::dequantize_q2_k, avx512::gemm_q2_k_lanes, avx512::gemm_q2_k_lanes)},
       {GgmlType::kQ3_K, sizeof(BlockQ3K), scalar::quantize_q3_k_ref, {108},
-       variants_of(scalar::dequantize_q3_k, scalar::gemm_q3_k, avx2::dequantize_q3_k, avx2::gemm_q3_k_lanes, avxvnni::gemm_q3_k_lanes,
-                   avx512::dequantize_q3_k, avx512::gemm_q3_k_lanes, avx512::gemm_q3_k_lanes)},
+       variants_of(scalar::dequantize_q3_k, scalar::gemm_q3_k, avx2::dequantize_q3_k, avx2::gemm_q3_k_lanes,
+                   avxvnni::gemm_q3_k_lanes, avx512::dequantize_q3_k, avx512::gemm_q3_k_lanes, avx512::gemm_q3_k_lanes)},
       {GgmlType::kQ4_K, sizeof(BlockQ4K), scalar::quantize_q4_k_ref, {0, 2},
-       variants_of(scalar::dequantize_q4_k, scalar::gemm_q4_k, avx2::dequantize_q4_k, avx2::gemm_q4_k, avxvnni::gemm_q4_k,
-                   avx512::dequantize_q4_k, avx512::gemm_q4_k, avx512::gemm_q4_k_vnni)},
+       variants_of(scalar::dequantize_q4_k, scalar::gemm_q4_k, avx2::dequantize_q4_k, avx2::gemm_q4_k,
+                   avxvnni::gemm_q4_k, avx512::dequantize_q4_k, avx512::gemm_q4_k, avx512::gemm_q4_k_vnni)},
       {GgmlType::kQ5_K, sizeof(BlockQ5K), scalar::quantize_q5_k_ref, {0, 2},
-       variants_of(scalar::dequantize_q5_k, scalar::gemm_q5_k, avx2::dequantize_q5_k, avx2::gemm_q5_k, avxvnni::gemm_q5_k,
-                   avx512::dequantize_q5_k, avx512::gemm_q5_k, avx512::gemm_q5_k_vnni)},
+       variants_of(scalar::dequantize_q5_k, scalar::gemm_q5_k, avx2::dequantize_q5_k, avx2::gemm_q5_k,
+                   avxvnni::gemm_q5_k, avx512::dequantize_q5_k, avx512::gemm_q5_k, avx512::gemm_q5_k_vnni)},
       {GgmlType::kQ6_K, sizeof(BlockQ6K), scalar::quantize_q6_k_ref, {208},
-       variants_of(scalar::dequantize_q6_k, scalar::gemm_q6_k, avx2::dequantize_q6_k, avx2::gemm_q6_k_lanes, avxvnni::gemm_q6_k_lanes,
-                   avx512::dequantize_q6_k, avx512::gemm_q6_k_lanes, avx512::gemm_q6_k_lanes_vnni)},
+       variants_of(scalar::dequantize_q6_k, scalar::gemm_q6_k, avx2::dequantize_q6_k, avx2::gemm_q6_k_lanes,
+                   avxvnni::gemm_q6_k_lanes, avx512::dequantize_q6_k, avx512::gemm_q6_k_lanes, avx512::gemm_q6_k_lanes_vnni)},
   };
 }
 
