@@ -195,7 +195,9 @@ TEST_CASE("llama-server's grammar and json_schema fields on /v1/completions; gre
   for (size_t i = 0; i < lp["tokens"].size(); ++i) {
     float best = -1e30f;
     for (const auto& [tok, v] : lp["top_logprobs"][i].items()) best = std::max(best, v.get<float>());
-    CHECK(lp["token_logprobs"][i].get<float>() == best);
+    // >=: the legacy shape keys top_logprobs by piece, so a byte token spelling the same piece
+    // may overwrite the chosen one's entry.
+    CHECK(lp["token_logprobs"][i].get<float>() >= best);
   }
   json js = {{"prompt", "Once upon a time"}, {"json_schema", {{"type", "integer"}}}, {"max_tokens", 30}, {"temperature", 0}};
   json rj = post_json(s.port(), "/v1/completions", js);
