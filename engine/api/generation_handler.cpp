@@ -11,7 +11,9 @@
 #include <random>
 #include <set>
 
+#include "engine/api/constrained_generation.h"
 #include "engine/api/http_server_impl.h"
+#include "engine/api/structured_request.h"
 #include "engine/api/openai_response.h"
 #include "engine/api/peer_probe.h"
 
@@ -62,6 +64,10 @@ struct Stream {
   bool logprobs = false;
   bool role_sent = false;
   bool finished = false;
+  // With tools the reply is held back and parsed for calls at the end (constrained_generation.h).
+  const GenerationRequest* tools_request = nullptr;
+  std::optional<ChatTemplate> tools_template;
+  std::string held;
   TokenClock clock;
   std::atomic<bool> abandoned{false};
 
@@ -90,13 +96,15 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
     if (!tmpl)
       throw ApiError(400, "invalid_request_error",
                      "this model's chat template is not supported: " + model.chat_template_error(), "messages");
-    std::string text = tmpl->apply(r.messages, /*add_generation_prompt=*/true);
+    std::string text = chat_prompt_text(r, *tmpl);
     engine.prompt = tok.encode(text, /*add_special=*/true, /*parse_special=*/true);
   } else if (r.prompt.is_text) {
     engine.prompt = tok.encode(r.prompt.text, /*add_special=*/true, /*parse_special=*/true);
   } else {
     engine.prompt = r.prompt.tokens;
   }
+
+  engine.constraint = build_constraint(r, endpoint == Endpoint::kChat ? model.chat_template() : nullptr, tok);
 
   std::set<int32_t> banned;
   for (const auto& [id, bias] : engine.sampling.logit_bias) {
@@ -149,17 +157,24 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
     }
     serving::CompletionSummary s = handle->summary();
     if (s.finish_reason != "stop" && s.finish_reason != "length") throw failure_of(s, stopping);
-    send_json(res, builder.body(s));
+    json body = builder.body(s);
+    if (endpoint == Endpoint::kChat) attach_tool_calls(body, r, *model.chat_template());
+    send_json(res, body);
     return;
   }
 
   auto st = std::make_shared<Stream>(handle, ResponseBuilder(r, tok, model.info().id), endpoint == Endpoint::kChat,
                                      r.include_usage, r.logprobs, clock);
+  auto request = std::make_shared<GenerationRequest>(std::move(r));
+  if (endpoint == Endpoint::kChat && uses_tools(*request)) {
+    st->tools_request = request.get();
+    st->tools_template = *model.chat_template();
+  }
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, st](size_t, httplib::DataSink& sink) -> bool {
+      [this, st, request](size_t, httplib::DataSink& sink) -> bool {
         if (st->chat && !st->role_sent) {
           st->role_sent = true;
           std::string chunk = sse_event(st->builder.role_chunk());
@@ -176,6 +191,10 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
         }
         if (poll == serving::RequestHandle::Poll::kToken) {
           st->clock.tick(metrics);
+          if (st->tools_request) {
+            st->held += ev.text;
+            return true;
+          }
           if (ev.text.empty() && !st->logprobs) return true;  // text held back (partial character, stop prefix)
           std::string chunk = sse_event(st->builder.token_chunk(ev));
           if (sink.write(chunk.data(), chunk.size())) return true;
@@ -187,7 +206,13 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
         serving::CompletionSummary s = st->handle->summary();
         std::string out;
         if (s.finish_reason == "stop" || s.finish_reason == "length") {
-          out += sse_event(st->builder.final_chunk(s));
+          if (st->tools_request) {
+            for (const json& c : tool_stream_chunks(st->held, st->builder.final_chunk(s), *st->tools_request,
+                                                    *st->tools_template))
+              out += sse_event(c);
+          } else {
+            out += sse_event(st->builder.final_chunk(s));
+          }
           if (st->include_usage) out += sse_event(st->builder.usage_chunk(s));
           out += kSseDone;
         } else {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/api/api_error.h"
+#include "engine/api/structured_request.h"
 
 namespace baton::api {
 namespace {
@@ -162,11 +163,15 @@ std::vector<ChatMessage> parse_messages(const json& obj) {
     ChatMessage cm;
     cm.role = role->get<std::string>();
     if (cm.role == "developer") cm.role = "system";  // OpenAI's newer name for it
-    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant")
+    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant" && cm.role != "tool")
       throw bad_request(at + ".role",
-                        fmt::format("'{}.role' must be system, user or assistant, got \"{}\"", at, cm.role));
+                        fmt::format("'{}.role' must be system, user, assistant or tool, got \"{}\"", at, cm.role));
     auto content = m.find("content");
     if (content != m.end() && !content->is_null()) cm.content = message_content(*content, at + ".content");
+    // Function calling: an assistant's calls and a tool's result (engine/chat/tool_calls.h).
+    if (const json* calls = field(m, "tool_calls"); calls && cm.role == "assistant")
+      cm.tool_calls = parse_message_tool_calls(*calls, at + ".tool_calls");
+    if (auto id = get_string(m, "tool_call_id"); id && cm.role == "tool") cm.tool_call_id = *id;
     out.push_back(std::move(cm));
   }
   return out;
@@ -257,17 +262,8 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
   // Accepted by OpenAI, not implemented here: refused rather than silently ignored.
   if (auto best_of = get_int(j, "best_of", 1, 1 << 30); best_of && *best_of != 1)
     throw bad_request("best_of", fmt::format("'best_of' must be 1 (one candidate per request), got {}", *best_of));
-  if (const json* rf = field(j, "response_format")) {
-    if (!rf->is_object()) wrong_type("response_format", "an object", *rf);
-    const json* type = field(*rf, "type");
-    if (type && !(type->is_string() && type->get<std::string>() == "text"))
-      throw bad_request("response_format", fmt::format("'response_format' {} is not supported (only \"text\")", type->dump()));
-  }
-  if (const json* tools = field(j, "tools"); tools && !(tools->is_array() && tools->empty()))
-    throw bad_request("tools", "'tools' (function calling) is not supported");
-  for (const char* constraint : {"grammar", "json_schema"})  // llama-server's constrained sampling
-    if (const json* c = field(j, constraint); c && !(c->is_string() && c->get<std::string>().empty()))
-      throw bad_request(constraint, fmt::format("'{}' (constrained sampling) is not supported", constraint));
+  // response_format, grammar, json_schema, tools, tool_choice (structured_request.cpp).
+  parse_structured_fields(j, body, endpoint, r);
   r.stream = get_bool(j, "stream").value_or(false);
   if (const json* so = field(j, "stream_options")) {
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/chat/chat_template.h"
+#include "engine/chat/tool_calls.h"
 #include "engine/serving/scheduler.h"
 
 namespace baton::api {
@@ -35,6 +36,11 @@ struct GenerationRequest {
   bool include_usage = false;         // stream_options.include_usage
   bool logprobs = false;              // report per-token log-probabilities
   size_t top_logprobs = 0;            // completions: logprobs = N; chat: top_logprobs = N
+  // Constrained output (structured_request.h): GBNF from response_format, grammar or
+  // json_schema ("" = free text); chat's tools and tool_choice.
+  std::string grammar;
+  std::vector<ToolDefinition> tools;
+  ToolChoice tool_choice;
   // CompletionRequest without the prompt (filled once the prompt is tokenized).
   serving::CompletionRequest engine;
 };

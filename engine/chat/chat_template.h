@@ -32,6 +32,13 @@ struct ChatToolCall {
 };
 
 struct ChatMessage {
+  ChatMessage() = default;
+  // Not an aggregate: {role, content} stays valid (and warning-free) with the tool fields.
+  ChatMessage(std::string role_, std::string content_, std::vector<ChatToolCall> tool_calls_ = {},
+              std::string tool_call_id_ = {})
+      : role(std::move(role_)), content(std::move(content_)), tool_calls(std::move(tool_calls_)),
+        tool_call_id(std::move(tool_call_id_)) {}
+
   std::string role;     // "system", "user" or "assistant" (and "tool" before tool_calls.h renders it)
   std::string content;
   std::vector<ChatToolCall> tool_calls;  // assistant: the calls it made

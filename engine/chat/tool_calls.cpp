@@ -42,7 +42,10 @@ std::string arguments_json(const std::string& arguments) {
 std::string hermes_system(std::span<const ToolDefinition> tools) {
   std::string s = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
                   "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
-  for (const auto& t : tools) s += "\n" + tool_entry(t).dump();
+  for (const auto& t : tools) {
+    s += '\n';
+    s += tool_entry(t).dump();
+  }
   s += "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
        "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
        "</tool_call>";
@@ -145,7 +148,7 @@ std::vector<ChatMessage> render_tool_messages(ToolSyntax syntax, std::span<const
         // Consecutive results share one user turn.
         std::string block = "<tool_response>\n" + m.content + "\n</tool_response>";
         if (!out.empty() && out.back().role == "user" && out.back().content.rfind("<tool_response>", 0) == 0)
-          out.back().content += "\n" + block;
+          out.back().content.append("\n").append(block);
         else
           out.push_back(plain("user", block));
       }
@@ -154,7 +157,10 @@ std::vector<ChatMessage> render_tool_messages(ToolSyntax syntax, std::span<const
     if (m.role == "assistant" && !m.tool_calls.empty()) {
       std::string text = m.content;
       if (syntax == ToolSyntax::kHermes) {
-        for (const auto& c : m.tool_calls) text += (text.empty() ? "" : "\n") + hermes_call(c);
+        for (const auto& c : m.tool_calls) {
+          if (!text.empty()) text += '\n';
+          text += hermes_call(c);
+        }
       } else if (syntax == ToolSyntax::kLlama3) {
         const auto& c = m.tool_calls.front();  // one call per reply in this format
         text = "{\"name\": " + json(c.name).dump() + ", \"parameters\": " + arguments_json(c.arguments) + "}";

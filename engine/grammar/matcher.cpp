@@ -72,7 +72,9 @@ void Matcher::advance(const StackSet& in, uint32_t cp, StackSet& out) {
 bool Matcher::partial_viable(const StackSet& stacks, const Utf8Partial& partial) const {
   const Grammar& g = *grammar_;
   const uint32_t shift = 6u * partial.remaining;
-  const uint32_t lo = partial.value << shift, hi = lo | ((1u << shift) - 1);
+  // Every multi-byte character is >= U+0080 (overlong forms are refused).
+  const uint32_t lo = std::max(partial.value << shift, 0x80u), hi = (partial.value << shift) | ((1u << shift) - 1);
+  if (lo > hi) return false;
   for (size_t i = 0; i < stacks.size(); ++i) {
     auto s = stacks.at(i);
     if (!s.empty() && g.classes[g.code[s.back()].index].matches_some(lo, hi)) return true;
@@ -87,6 +89,8 @@ bool Matcher::step(const StackSet& in, const Utf8Partial& partial, uint8_t byte,
       advance(in, byte, out);
       return !out.empty();
     }
+    // 0xC0/0xC1 only start overlong encodings of ASCII, 0xF5.. nothing valid.
+    if (byte == 0xC0 || byte == 0xC1 || byte >= 0xF5) return false;
     if ((byte & 0xE0) == 0xC0) next = {byte & 0x1Fu, 1};
     else if ((byte & 0xF0) == 0xE0) next = {byte & 0x0Fu, 2};
     else if ((byte & 0xF8) == 0xF0) next = {byte & 0x07u, 3};
@@ -98,6 +102,7 @@ bool Matcher::step(const StackSet& in, const Utf8Partial& partial, uint8_t byte,
     if (next.remaining == 0) {
       const uint32_t cp = next.value;
       next = {};
+      if (cp < 0x80) return false;  // an overlong encoding of ASCII
       advance(in, cp, out);
       return !out.empty();
     }

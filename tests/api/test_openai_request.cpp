@@ -89,10 +89,10 @@ TEST_CASE("every rejected field is named in the error", "[api]") {
   CHECK(param_of(R"({"prompt":"x","logit_bias":{"7":true}})") == "logit_bias.7");
   CHECK(param_of(R"({"prompt":"x","logit_bias":[[1]]})") == "logit_bias[0]");
   CHECK(param_of(R"({"prompt":"x","best_of":2})") == "best_of");
-  CHECK(param_of(R"({"prompt":"x","response_format":{"type":"json_object"}})") == "response_format");
-  CHECK(param_of(R"({"prompt":"x","tools":[{"type":"function"}]})") == "tools");
-  CHECK(param_of(R"({"prompt":"x","grammar":"root ::= \"a\""})") == "grammar");
-  CHECK(param_of(R"({"prompt":"x","json_schema":{"type":"object"}})") == "json_schema");
+  CHECK(param_of(R"({"prompt":"x","response_format":{"type":"yaml"}})") == "response_format.type");
+  CHECK(param_of(R"({"prompt":"x","tools":[{"type":"function"}]})") == "tools");  // chat only
+  CHECK(param_of(R"({"prompt":"x","grammar":"root ::= undefined"})") == "grammar");
+  CHECK(param_of(R"({"prompt":"x","json_schema":{"type":"string","pattern":"a"}})") == "json_schema");
   CHECK(param_of(R"({"prompt":{}})") == "prompt");
   CHECK(param_of(R"({"prompt":[]})") == "prompt");
   CHECK(param_of(R"({"prompt":[[]]})") == "prompt[0]");
@@ -137,4 +137,42 @@ TEST_CASE("histograms are written with cumulative buckets, sum and count", "[api
   CHECK(out == "x_seconds_bucket{le=\"0.1\"} 2\nx_seconds_bucket{le=\"1\"} 3\nx_seconds_bucket{le=\"+Inf\"} 4\n"
                "x_seconds_sum 7.65\nx_seconds_count 4\n");
   CHECK(baton::api::escape_label("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
+}
+
+TEST_CASE("structured output and tool fields are parsed into a grammar, tools and tool_choice", "[api]") {
+  auto chat = [](const std::string& extra) {
+    return parse_generation_request(R"({"messages":[{"role":"user","content":"hi"}],)" + extra + "}", Endpoint::kChat, 1);
+  };
+  CHECK(chat(R"("response_format":{"type":"json_object"})").grammar.find("root ::=") != std::string::npos);
+  auto r = chat(R"("response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"integer"}}})");
+  CHECK(r.grammar.find("root ::= integer") != std::string::npos);
+  r = chat(R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"integer"}}}}}],"tool_choice":"required")");
+  REQUIRE(r.tools.size() == 1);
+  CHECK(r.tools[0].name == "f");
+  CHECK(r.tools[0].parameters.find("\"z\"") < r.tools[0].parameters.find("\"a\""));  // property order kept
+  CHECK(r.tool_choice.mode == baton::ToolChoice::Mode::kRequired);
+  r = chat(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}})");
+  CHECK(r.tool_choice.mode == baton::ToolChoice::Mode::kNamed);
+  r = chat(R"("tool_choice":"none")");
+  CHECK(r.tool_choice.mode == baton::ToolChoice::Mode::kNone);
+  r = parse_generation_request(R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}]})",
+                               Endpoint::kChat, 1);
+  REQUIRE(r.messages.size() == 3);
+  REQUIRE(r.messages[1].tool_calls.size() == 1);
+  CHECK(r.messages[1].tool_calls[0].arguments == "{\"a\":1}");
+  CHECK(r.messages[2].role == "tool");
+  CHECK(r.messages[2].tool_call_id == "c1");
+
+  auto param = [&](const std::string& extra) {
+    try {
+      chat(extra);
+    } catch (const baton::api::ApiError& e) {
+      return e.param();
+    }
+    return std::string("(accepted)");
+  };
+  CHECK(param(R"("tool_choice":"required")") == "tool_choice");  // no tools
+  CHECK(param(R"("tools":[{"type":"retrieval"}])") == "tools[0].type");
+  CHECK(param(R"("tools":[{"type":"function","function":{"name":"bad name"}}])") == "tools[0].function.name");
+  CHECK(param(R"("grammar":"root ::= \"a\"","json_schema":{"type":"string"})") == "json_schema");  // only one
 }

@@ -97,4 +97,7 @@ await check('a bad parameter raises BadRequestError (400) naming the field', asy
   });
 });
 
+// Tool calls and structured output (structured.mjs).
+await (await import('./structured.mjs')).run(client, check);
+
 console.log(`${passed} checks passed`);
