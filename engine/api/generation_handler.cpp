@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <limits>
-#include <random>
 #include <set>
 
 #include "engine/api/constrained_generation.h"
@@ -16,6 +15,7 @@
 #include "engine/api/structured_request.h"
 #include "engine/api/openai_response.h"
 #include "engine/api/peer_probe.h"
+#include "engine/api/request_runner.h"
 
 namespace baton::api {
 
@@ -25,20 +25,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::chrono::milliseconds kPoll{50};
-
-uint32_t random_seed() {
-  static std::mutex mutex;
-  static std::mt19937 rng{std::random_device{}()};
-  std::lock_guard lock(mutex);
-  return rng();
-}
-
-// A request that ended without completing: the status and error to answer with.
-ApiError failure_of(const serving::CompletionSummary& s, bool stopping) {
-  if (s.finish_reason == "cancelled" || stopping || s.error.find("shutting down") != std::string::npos)
-    return ApiError(503, "unavailable_error", s.error.empty() ? "the server is shutting down" : s.error);
-  return ApiError(502, "server_error", fmt::format("generation failed: {}", s.error));
-}
 
 // Times tokens for the latency histograms: from the request's arrival to the first token, then
 // between consecutive tokens.
@@ -85,7 +71,7 @@ struct Stream {
 
 void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
   TokenClock clock;
-  GenerationRequest r = parse_generation_request(req.body, endpoint, random_seed());
+  GenerationRequest r = parse_generation_request(req.body, endpoint, random_request_seed());
   const auto& tok = model.tokenizer();
   const char* prompt_param = endpoint == Endpoint::kChat ? "messages" : "prompt";
 
