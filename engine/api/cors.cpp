@@ -15,7 +15,7 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
@@ -48,7 +48,7 @@ CorsPolicy::CorsPolicy(const std::vector<std::string>& entries) {
     std::string_view rest = entry;
     for (;;) {
       const auto comma = rest.find(',');
-      std::string_view item = trim(rest.substr(0, comma));
+      std::string_view item = trim_ows(rest.substr(0, comma));
       if (item == "*") {
         any_ = true;
       } else {
@@ -77,7 +77,7 @@ std::string CorsPolicy::allow_headers(std::string_view requested) {
   std::string out = "Authorization, Content-Type";
   for (;;) {
     const auto comma = requested.find(',');
-    const std::string name = lower(trim(requested.substr(0, comma)));
+    const std::string name = lower(trim_ows(requested.substr(0, comma)));
     if (is_token(name) && std::find(names.begin(), names.end(), name) == names.end()) {
       names.push_back(name);
       out += ", " + name;

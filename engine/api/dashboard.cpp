@@ -55,7 +55,7 @@ namespace {
 
 json or_null(std::optional<double> v, double scale = 1) { return v ? json(*v * scale) : json(nullptr); }
 
-json node_json(const NodeView& n, const std::optional<pipeline::ClusterMetrics>& metrics) {
+json dashboard_node_json(const NodeView& n, const std::optional<pipeline::ClusterMetrics>& metrics) {
   json j = {{"id", n.id},
             {"address", n.address},
             {"role", n.role},
@@ -80,7 +80,7 @@ json node_json(const NodeView& n, const std::optional<pipeline::ClusterMetrics>&
 json dashboard_json(const DashboardInputs& in) {
   const auto& snap = in.cluster;
   json nodes = json::array();
-  for (const auto& n : snap.nodes) nodes.push_back(node_json(n, in.metrics));
+  for (const auto& n : snap.nodes) nodes.push_back(dashboard_node_json(n, in.metrics));
   json hops = json::array();
   json pipeline = nullptr;
   if (in.metrics) {

@@ -15,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-json byte_array(const std::string& s) {
+json piece_bytes_json(const std::string& s) {
   json a = json::array();
   for (unsigned char c : s) a.push_back(static_cast<int>(c));
   return a;
@@ -172,7 +172,7 @@ json native_generation_settings(const serving::CompletionRequest& r, bool stream
 json native_probabilities(const serving::TokenEvent& ev, const tokenizer::Tokenizer& tok) {
   auto entry = [&](int32_t id, float logprob) {
     const std::string piece = tok.token_to_piece(id, true);
-    return json{{"id", id}, {"token", tokenizer::utf8_sanitize(piece)}, {"logprob", logprob}, {"bytes", byte_array(piece)}};
+    return json{{"id", id}, {"token", tokenizer::utf8_sanitize(piece)}, {"logprob", logprob}, {"bytes", piece_bytes_json(piece)}};
   };
   json top = json::array();
   for (const auto& t : ev.top) top.push_back(entry(t.id, t.logprob));

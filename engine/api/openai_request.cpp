@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/api/api_error.h"
+#include "engine/api/json_body.h"
 #include "engine/api/structured_request.h"
 
 namespace baton::api {
@@ -15,51 +16,17 @@ namespace {
 
 using nlohmann::json;
 
-std::string type_of(const json& v) {
-  if (v.is_number_integer()) return "integer";
-  if (v.is_number()) return "number";
-  return v.type_name();
-}
-
-json parse_object(std::string_view body) {
-  // nlohmann's lexer takes a NUL byte for the end of the input: without this check a body
-  // with trailing NULs (or anything after one) would be accepted.
-  if (auto nul = body.find('\0'); nul != std::string_view::npos)
-    throw bad_request("body", fmt::format("the request body is not valid JSON: it has a NUL byte at byte {}", nul));
-  json j;
-  try {
-    j = json::parse(body.begin(), body.end());
-  } catch (const json::parse_error& e) {
-    throw bad_request("body", fmt::format("the request body is not valid JSON (at byte {}): {}", e.byte, e.what()));
-  } catch (const json::exception& e) {  // e.g. a number beyond double's range (out_of_range.406)
-    throw bad_request("body", fmt::format("the request body is not valid JSON: {}", e.what()));
-  }
-  if (!j.is_object()) throw bad_request("body", fmt::format("the request body must be a JSON object, got {}", type_of(j)));
-  return j;
-}
-
-// The field, or nullptr when absent or null.
-const json* field(const json& obj, const char* name) {
-  auto it = obj.find(name);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-[[noreturn]] void wrong_type(const std::string& name, const char* expected, const json& v) {
-  throw bad_request(name, fmt::format("'{}' must be {}, got {}", name, expected, type_of(v)));
-}
-
 std::optional<bool> get_bool(const json& obj, const char* name) {
-  const json* v = field(obj, name);
+  const json* v = json_field(obj, name);
   if (!v) return std::nullopt;
-  if (!v->is_boolean()) wrong_type(name, "a boolean", *v);
+  if (!v->is_boolean()) json_wrong_type(name, "a boolean", *v);
   return v->get<bool>();
 }
 
 std::optional<double> get_number(const json& obj, const char* name, double lo, double hi) {
-  const json* v = field(obj, name);
+  const json* v = json_field(obj, name);
   if (!v) return std::nullopt;
-  if (!v->is_number()) wrong_type(name, "a number", *v);
+  if (!v->is_number()) json_wrong_type(name, "a number", *v);
   double x = v->get<double>();
   if (!(x >= lo && x <= hi))
     throw bad_request(name, fmt::format("'{}' must be between {} and {}, got {}", name, lo, hi, x));
@@ -67,9 +34,9 @@ std::optional<double> get_number(const json& obj, const char* name, double lo, d
 }
 
 std::optional<int64_t> get_int(const json& obj, const char* name, int64_t lo, int64_t hi) {
-  const json* v = field(obj, name);
+  const json* v = json_field(obj, name);
   if (!v) return std::nullopt;
-  if (!v->is_number_integer()) wrong_type(name, "an integer", *v);
+  if (!v->is_number_integer()) json_wrong_type(name, "an integer", *v);
   // Unsigned values above int64's range compare as huge.
   if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi))
     throw bad_request(name, fmt::format("'{}' must be between {} and {}, got {}", name, lo, hi, v->dump()));
@@ -79,9 +46,9 @@ std::optional<int64_t> get_int(const json& obj, const char* name, int64_t lo, in
 }
 
 std::optional<std::string> get_string(const json& obj, const char* name) {
-  const json* v = field(obj, name);
+  const json* v = json_field(obj, name);
   if (!v) return std::nullopt;
-  if (!v->is_string()) wrong_type(name, "a string", *v);
+  if (!v->is_string()) json_wrong_type(name, "a string", *v);
   return v->get<std::string>();
 }
 
@@ -91,7 +58,7 @@ std::vector<int32_t> token_array(const json& arr, const std::string& name) {
   for (size_t i = 0; i < arr.size(); ++i) {
     const json& t = arr[i];
     std::string at = fmt::format("{}[{}]", name, i);
-    if (!t.is_number_integer()) wrong_type(at, "a token id (integer)", t);
+    if (!t.is_number_integer()) json_wrong_type(at, "a token id (integer)", t);
     if (t.is_number_unsigned() ? t.get<uint64_t>() > 0x7fffffffu : (t.get<int64_t>() < 0 || t.get<int64_t>() > 0x7fffffff))
       throw bad_request(at, fmt::format("'{}' is not a token id: {}", at, t.dump()));
     ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
@@ -100,14 +67,14 @@ std::vector<int32_t> token_array(const json& arr, const std::string& name) {
 }
 
 PromptInput parse_prompt(const json& obj) {
-  const json* v = field(obj, "prompt");
+  const json* v = json_field(obj, "prompt");
   if (!v) throw bad_request("prompt", "'prompt' is required");
   PromptInput p;
   if (v->is_string()) {
     p.text = v->get<std::string>();
     return p;
   }
-  if (!v->is_array()) wrong_type("prompt", "a string or an array of token ids", *v);
+  if (!v->is_array()) json_wrong_type("prompt", "a string or an array of token ids", *v);
   if (v->empty()) throw bad_request("prompt", "'prompt' is an empty array");
   const json& first = (*v)[0];
   if (first.is_number_integer()) {
@@ -124,19 +91,19 @@ PromptInput parse_prompt(const json& obj) {
     p.is_text = false;
     p.tokens = token_array(first, "prompt[0]");
   } else {
-    wrong_type("prompt[0]", "a string or a non-empty array of token ids", first);
+    json_wrong_type("prompt[0]", "a string or a non-empty array of token ids", first);
   }
   return p;
 }
 
 std::string message_content(const json& content, const std::string& at) {
   if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) wrong_type(at, "a string or an array of text parts", content);
+  if (!content.is_array()) json_wrong_type(at, "a string or an array of text parts", content);
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
     const json& part = content[i];
     std::string pat = fmt::format("{}[{}]", at, i);
-    if (!part.is_object()) wrong_type(pat, "an object", part);
+    if (!part.is_object()) json_wrong_type(pat, "an object", part);
     auto type = part.find("type");
     if (type == part.end() || !type->is_string() || type->get<std::string>() != "text")
       throw bad_request(pat + ".type", fmt::format("'{}.type' must be \"text\" (only text content is supported)", pat));
@@ -148,15 +115,15 @@ std::string message_content(const json& content, const std::string& at) {
 }
 
 std::vector<ChatMessage> parse_messages(const json& obj) {
-  const json* v = field(obj, "messages");
+  const json* v = json_field(obj, "messages");
   if (!v) throw bad_request("messages", "'messages' is required");
-  if (!v->is_array()) wrong_type("messages", "an array", *v);
+  if (!v->is_array()) json_wrong_type("messages", "an array", *v);
   if (v->empty()) throw bad_request("messages", "'messages' is empty");
   std::vector<ChatMessage> out;
   for (size_t i = 0; i < v->size(); ++i) {
     const json& m = (*v)[i];
     std::string at = fmt::format("messages[{}]", i);
-    if (!m.is_object()) wrong_type(at, "an object", m);
+    if (!m.is_object()) json_wrong_type(at, "an object", m);
     auto role = m.find("role");
     if (role == m.end() || !role->is_string())
       throw bad_request(at + ".role", fmt::format("'{}.role' must be a string", at));
@@ -169,7 +136,7 @@ std::vector<ChatMessage> parse_messages(const json& obj) {
     auto content = m.find("content");
     if (content != m.end() && !content->is_null()) cm.content = message_content(*content, at + ".content");
     // Function calling: an assistant's calls and a tool's result (engine/chat/tool_calls.h).
-    if (const json* calls = field(m, "tool_calls"); calls && cm.role == "assistant")
+    if (const json* calls = json_field(m, "tool_calls"); calls && cm.role == "assistant")
       cm.tool_calls = parse_message_tool_calls(*calls, at + ".tool_calls");
     if (auto id = get_string(m, "tool_call_id"); id && cm.role == "tool") cm.tool_call_id = *id;
     out.push_back(std::move(cm));
@@ -178,18 +145,18 @@ std::vector<ChatMessage> parse_messages(const json& obj) {
 }
 
 std::vector<std::string> parse_stop(const json& obj) {
-  const json* v = field(obj, "stop");
+  const json* v = json_field(obj, "stop");
   std::vector<std::string> stop;
   if (!v) return stop;
   if (v->is_string()) {
     if (!v->get<std::string>().empty()) stop.push_back(v->get<std::string>());
     return stop;
   }
-  if (!v->is_array()) wrong_type("stop", "a string or an array of strings", *v);
+  if (!v->is_array()) json_wrong_type("stop", "a string or an array of strings", *v);
   if (v->size() > 16) throw bad_request("stop", fmt::format("'stop' holds {} strings; at most 16", v->size()));
   for (size_t i = 0; i < v->size(); ++i) {
     const json& s = (*v)[i];
-    if (!s.is_string()) wrong_type(fmt::format("stop[{}]", i), "a string", s);
+    if (!s.is_string()) json_wrong_type(fmt::format("stop[{}]", i), "a string", s);
     if (!s.get<std::string>().empty()) stop.push_back(s.get<std::string>());
   }
   return stop;
@@ -199,11 +166,11 @@ std::vector<std::string> parse_stop(const json& obj) {
 // of false (llama-server) bans the token.
 std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& obj) {
   std::vector<std::pair<int32_t, float>> out;
-  const json* v = field(obj, "logit_bias");
+  const json* v = json_field(obj, "logit_bias");
   if (!v) return out;
   auto bias_of = [](const json& b, const std::string& at) -> float {
     if (b.is_boolean() && !b.get<bool>()) return -std::numeric_limits<float>::infinity();
-    if (!b.is_number()) wrong_type(at, "a number in [-100, 100] or false (ban)", b);
+    if (!b.is_number()) json_wrong_type(at, "a number in [-100, 100] or false (ban)", b);
     const double x = b.get<double>();
     if (!(x >= -100 && x <= 100)) throw bad_request(at, fmt::format("'{}' must be between -100 and 100, got {}", at, x));
     return static_cast<float>(x);
@@ -232,11 +199,11 @@ std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& obj) {
     for (size_t i = 0; i < v->size(); ++i) {
       const std::string at = fmt::format("logit_bias[{}]", i);
       const json& e = (*v)[i];
-      if (!e.is_array() || e.size() != 2) wrong_type(at, "a [token id, bias] pair", e);
+      if (!e.is_array() || e.size() != 2) json_wrong_type(at, "a [token id, bias] pair", e);
       out.emplace_back(id_of(e[0], at), bias_of(e[1], at));
     }
   } else {
-    wrong_type("logit_bias", "an object of token id -> bias", *v);
+    json_wrong_type("logit_bias", "an object of token id -> bias", *v);
   }
   return out;
 }
@@ -244,7 +211,7 @@ std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& obj) {
 }  // namespace
 
 GenerationRequest parse_generation_request(std::string_view body, Endpoint endpoint, uint32_t seed_if_absent) {
-  json j = parse_object(body);
+  json j = parse_json_object(body);
   GenerationRequest r;
   r.endpoint = endpoint;
   r.model = get_string(j, "model").value_or("");
@@ -265,10 +232,10 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
   // response_format, grammar, json_schema, tools, tool_choice (structured_request.cpp).
   parse_structured_fields(j, body, endpoint, r);
   r.stream = get_bool(j, "stream").value_or(false);
-  if (const json* so = field(j, "stream_options")) {
-    if (!so->is_object()) wrong_type("stream_options", "an object", *so);
-    const json* iu = field(*so, "include_usage");
-    if (iu && !iu->is_boolean()) wrong_type("stream_options.include_usage", "a boolean", *iu);
+  if (const json* so = json_field(j, "stream_options")) {
+    if (!so->is_object()) json_wrong_type("stream_options", "an object", *so);
+    const json* iu = json_field(*so, "include_usage");
+    if (iu && !iu->is_boolean()) json_wrong_type("stream_options.include_usage", "a boolean", *iu);
     r.include_usage = iu && iu->get<bool>();
   }
 
@@ -324,7 +291,7 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
 }
 
 TokenizeRequest parse_tokenize_request(std::string_view body) {
-  json j = parse_object(body);
+  json j = parse_json_object(body);
   TokenizeRequest r;
   auto content = get_string(j, "content");
   if (!content) throw bad_request("content", "'content' is required");
@@ -335,10 +302,10 @@ TokenizeRequest parse_tokenize_request(std::string_view body) {
 }
 
 std::vector<int32_t> parse_detokenize_request(std::string_view body) {
-  json j = parse_object(body);
-  const json* v = field(j, "tokens");
+  json j = parse_json_object(body);
+  const json* v = json_field(j, "tokens");
   if (!v) throw bad_request("tokens", "'tokens' is required");
-  if (!v->is_array()) wrong_type("tokens", "an array of token ids", *v);
+  if (!v->is_array()) json_wrong_type("tokens", "an array of token ids", *v);
   return token_array(*v, "tokens");
 }
 

@@ -5,55 +5,28 @@
 #include <limits>
 
 #include "engine/api/api_error.h"
+#include "engine/api/json_body.h"
 
 namespace baton::api {
 namespace {
 
 using nlohmann::json;
 
-std::string type_of(const json& v) {
-  if (v.is_number_integer()) return "integer";
-  if (v.is_number()) return "number";
-  return v.type_name();
-}
-
-[[noreturn]] void wrong_type(const std::string& name, const char* expected, const json& v) {
-  throw bad_request(name, fmt::format("'{}' must be {}, got {}", name, expected, type_of(v)));
-}
-
-const json* field(const json& obj, const char* name) {
-  auto it = obj.find(name);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
-
-json parse_body(std::string_view body) {
-  json j;
-  try {
-    j = json::parse(body.begin(), body.end());
-  } catch (const json::parse_error& e) {
-    throw bad_request("body", fmt::format("the request body is not valid JSON (at byte {}): {}", e.byte, e.what()));
-  } catch (const json::exception& e) {
-    throw bad_request("body", fmt::format("the request body is not valid JSON: {}", e.what()));
-  }
-  if (!j.is_object()) throw bad_request("body", fmt::format("the request body must be a JSON object, got {}", type_of(j)));
-  return j;
-}
-
 // A message's content: a string, or text parts (input_text, output_text; "text" as chat sends).
 std::string content_text(const json& content, const std::string& at) {
   if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) wrong_type(at, "a string or an array of input_text parts", content);
+  if (!content.is_array()) json_wrong_type(at, "a string or an array of input_text parts", content);
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
     const json& part = content[i];
     const std::string pat = fmt::format("{}[{}]", at, i);
-    if (!part.is_object()) wrong_type(pat, "an object", part);
-    const json* type = field(part, "type");
+    if (!part.is_object()) json_wrong_type(pat, "an object", part);
+    const json* type = json_field(part, "type");
     const std::string t = type && type->is_string() ? type->get<std::string>() : "";
     if (t != "input_text" && t != "output_text" && t != "text")
       throw bad_request(pat + ".type", fmt::format("'{}.type' must be \"input_text\" (only text input is supported), got {}",
                                                    pat, type ? type->dump() : "nothing"));
-    const json* value = field(part, "text");
+    const json* value = json_field(part, "text");
     if (!value || !value->is_string()) throw bad_request(pat + ".text", fmt::format("'{}.text' must be a string", pat));
     text += value->get<std::string>();
   }
@@ -67,22 +40,22 @@ json input_messages(const json& input) {
     messages.push_back({{"role", "user"}, {"content", input}});
     return messages;
   }
-  if (!input.is_array()) wrong_type("input", "a string or an array of messages", input);
+  if (!input.is_array()) json_wrong_type("input", "a string or an array of messages", input);
   if (input.empty()) throw bad_request("input", "'input' is empty");
   for (size_t i = 0; i < input.size(); ++i) {
     const json& item = input[i];
     const std::string at = fmt::format("input[{}]", i);
-    if (!item.is_object()) wrong_type(at, "an object (a message)", item);
-    if (const json* type = field(item, "type"); type && *type != "message")
+    if (!item.is_object()) json_wrong_type(at, "an object (a message)", item);
+    if (const json* type = json_field(item, "type"); type && *type != "message")
       throw bad_request(at + ".type", fmt::format("'{}.type' {} is not supported: only messages (text in, text out)", at,
                                                   type->dump()));
-    const json* role = field(item, "role");
+    const json* role = json_field(item, "role");
     if (!role || !role->is_string()) throw bad_request(at + ".role", fmt::format("'{}.role' must be a string", at));
     const std::string r = role->get<std::string>();
     if (r != "user" && r != "assistant" && r != "system" && r != "developer")
       throw bad_request(at + ".role",
                         fmt::format("'{}.role' must be user, assistant, system or developer, got \"{}\"", at, r));
-    const json* content = field(item, "content");
+    const json* content = json_field(item, "content");
     if (!content) throw bad_request(at + ".content", fmt::format("'{}.content' is required", at));
     messages.push_back({{"role", r}, {"content", content_text(*content, at + ".content")}});
   }
@@ -90,30 +63,30 @@ json input_messages(const json& input) {
 }
 
 // Features that keep state on the server or call tools: a clear 400 instead of a silent change.
-void refuse_unsupported(const json& j) {
-  if (field(j, "previous_response_id"))
+void refuse_unsupported_response_fields(const json& j) {
+  if (json_field(j, "previous_response_id"))
     throw bad_request("previous_response_id",
                       "'previous_response_id' is not supported: this server stores no responses; send the whole "
                       "conversation in 'input'");
-  if (field(j, "conversation"))
+  if (json_field(j, "conversation"))
     throw bad_request("conversation", "'conversation' is not supported: this server stores no conversations; send "
                                       "the whole conversation in 'input'");
-  if (const json* store = field(j, "store"); store && *store == true)
+  if (const json* store = json_field(j, "store"); store && *store == true)
     throw bad_request("store", "'store': true is not supported: this server stores no responses (omit it or send false)");
-  if (const json* bg = field(j, "background"); bg && *bg == true)
+  if (const json* bg = json_field(j, "background"); bg && *bg == true)
     throw bad_request("background", "'background': true is not supported (responses are answered while you wait)");
-  if (const json* tools = field(j, "tools"); tools && !(tools->is_array() && tools->empty()))
+  if (const json* tools = json_field(j, "tools"); tools && !(tools->is_array() && tools->empty()))
     throw bad_request("tools", "'tools' is not supported on /v1/responses (text in, text out)");
-  if (const json* choice = field(j, "tool_choice"); choice && *choice != "auto" && *choice != "none")
+  if (const json* choice = json_field(j, "tool_choice"); choice && *choice != "auto" && *choice != "none")
     throw bad_request("tool_choice", fmt::format("'tool_choice' {} needs tools, which /v1/responses does not support",
                                                  choice->dump()));
-  if (const json* n = field(j, "top_logprobs"); n && !(n->is_number_integer() && n->get<int64_t>() == 0))
+  if (const json* n = json_field(j, "top_logprobs"); n && !(n->is_number_integer() && n->get<int64_t>() == 0))
     throw bad_request("top_logprobs", "'top_logprobs' is not supported on /v1/responses");
-  if (const json* text = field(j, "text")) {
-    if (!text->is_object()) wrong_type("text", "an object", *text);
-    if (const json* format = field(*text, "format")) {
-      if (!format->is_object()) wrong_type("text.format", "an object", *format);
-      const json* type = field(*format, "type");
+  if (const json* text = json_field(j, "text")) {
+    if (!text->is_object()) json_wrong_type("text", "an object", *text);
+    if (const json* format = json_field(*text, "format")) {
+      if (!format->is_object()) json_wrong_type("text.format", "an object", *format);
+      const json* type = json_field(*format, "type");
       if (type && *type != "text")
         throw bad_request("text.format", fmt::format("'text.format' type {} is not supported (only \"text\")", type->dump()));
     }
@@ -123,17 +96,17 @@ void refuse_unsupported(const json& j) {
 }  // namespace
 
 ResponsesRequest parse_responses_request(std::string_view body, uint32_t seed_if_absent) {
-  const json j = parse_body(body);
-  refuse_unsupported(j);
-  const json* input = field(j, "input");
+  const json j = parse_json_object(body);
+  refuse_unsupported_response_fields(j);
+  const json* input = json_field(j, "input");
   if (!input) throw bad_request("input", "'input' is required");
   json messages = input_messages(*input);
-  const json* instructions = field(j, "instructions");
+  const json* instructions = json_field(j, "instructions");
   if (instructions) {
-    if (!instructions->is_string()) wrong_type("instructions", "a string", *instructions);
+    if (!instructions->is_string()) json_wrong_type("instructions", "a string", *instructions);
     messages.insert(messages.begin(), json{{"role", "system"}, {"content", *instructions}});
   }
-  const json* max_output = field(j, "max_output_tokens");
+  const json* max_output = json_field(j, "max_output_tokens");
   if (max_output && !(max_output->is_number_integer() && max_output->get<int64_t>() >= 1 &&
                       max_output->get<int64_t>() <= std::numeric_limits<int32_t>::max()))
     throw bad_request("max_output_tokens", fmt::format("'max_output_tokens' must be an integer >= 1, got {}", max_output->dump()));
@@ -143,7 +116,7 @@ ResponsesRequest parse_responses_request(std::string_view body, uint32_t seed_if
   json chat = {{"messages", messages}};
   for (const char* name : {"model", "stream", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
                            "presence_penalty", "frequency_penalty", "repeat_penalty", "logit_bias", "ignore_eos"})
-    if (const json* v = field(j, name)) chat[name] = *v;
+    if (const json* v = json_field(j, name)) chat[name] = *v;
   if (max_output) chat["max_completion_tokens"] = *max_output;
 
   ResponsesRequest r;
@@ -152,15 +125,15 @@ ResponsesRequest parse_responses_request(std::string_view body, uint32_t seed_if
   json& e = r.echo;
   e["instructions"] = instructions ? *instructions : json(nullptr);
   e["max_output_tokens"] = max_output ? *max_output : json(nullptr);
-  e["metadata"] = field(j, "metadata") ? j["metadata"] : json::object();
+  e["metadata"] = json_field(j, "metadata") ? j["metadata"] : json::object();
   // As sent, else the value used (llama.cpp's defaults, not OpenAI's 1.0).
-  e["temperature"] = field(j, "temperature") ? j["temperature"] : json(s.temperature);
-  e["top_p"] = field(j, "top_p") ? j["top_p"] : json(s.top_p);
+  e["temperature"] = json_field(j, "temperature") ? j["temperature"] : json(s.temperature);
+  e["top_p"] = json_field(j, "top_p") ? j["top_p"] : json(s.top_p);
   e["text"] = json{{"format", {{"type", "text"}}}};
-  e["tool_choice"] = field(j, "tool_choice") ? j["tool_choice"] : json("auto");
+  e["tool_choice"] = json_field(j, "tool_choice") ? j["tool_choice"] : json("auto");
   e["tools"] = json::array();
-  e["truncation"] = field(j, "truncation") ? j["truncation"] : json("disabled");
-  e["user"] = field(j, "user") ? j["user"] : json(nullptr);
+  e["truncation"] = json_field(j, "truncation") ? j["truncation"] : json("disabled");
+  e["user"] = json_field(j, "user") ? j["user"] : json(nullptr);
   return r;
 }
 

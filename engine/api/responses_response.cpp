@@ -13,7 +13,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string random_id(const char* prefix) {
+std::string response_random_id(const char* prefix) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   return fmt::format("{}{:016x}{:016x}", prefix, rng(), rng());
 }
@@ -34,8 +34,8 @@ bool hit_limit(const serving::CompletionSummary& s) { return s.finish_reason == 
 ResponsesBuilder::ResponsesBuilder(json echo, std::string model_id)
     : echo_(std::move(echo)),
       model_id_(std::move(model_id)),
-      id_(random_id("resp_")),
-      message_id_(random_id("msg_")),
+      id_(response_random_id("resp_")),
+      message_id_(response_random_id("msg_")),
       created_at_(std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch()).count()) {}
 

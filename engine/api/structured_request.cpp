@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "engine/api/api_error.h"
+#include "engine/api/json_body.h"
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/json_schema.h"
 
@@ -12,11 +13,6 @@ namespace {
 using nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-const json* field(const json& obj, const char* name) {
-  auto it = obj.find(name);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
 const ojson* ofield(const ojson& obj, const char* name) {
   if (!obj.is_object()) return nullptr;
   auto it = obj.find(name);
@@ -104,8 +100,8 @@ ToolChoice parse_tool_choice(const ojson& c, const std::vector<ToolDefinition>& 
 }  // namespace
 
 void parse_structured_fields(const json& j, std::string_view body, Endpoint endpoint, GenerationRequest& r) {
-  const bool wanted = field(j, "response_format") || field(j, "grammar") || field(j, "json_schema") ||
-                      field(j, "tools") || field(j, "tool_choice");
+  const bool wanted = json_field(j, "response_format") || json_field(j, "grammar") || json_field(j, "json_schema") ||
+                      json_field(j, "tools") || json_field(j, "tool_choice");
   if (!wanted) return;
   // Schemas keep their property order (the order the grammar writes properties in).
   const ojson o = ojson::parse(body.begin(), body.end());
@@ -174,14 +170,14 @@ std::vector<ChatToolCall> parse_message_tool_calls(const json& calls, const std:
     const std::string c_at = fmt::format("{}[{}]", at, i);
     const json& c = calls[i];
     if (!c.is_object()) wrong(c_at, "must be an object");
-    const json* f = field(c, "function");
+    const json* f = json_field(c, "function");
     if (!f || !f->is_object()) wrong(c_at + ".function", "must be an object with name and arguments");
-    const json* name = field(*f, "name");
+    const json* name = json_field(*f, "name");
     if (!name || !name->is_string()) wrong(c_at + ".function.name", "must be a string");
     ChatToolCall call;
     call.name = name->get<std::string>();
-    if (const json* id = field(c, "id"); id && id->is_string()) call.id = id->get<std::string>();
-    if (const json* args = field(*f, "arguments")) call.arguments = args->is_string() ? args->get<std::string>() : args->dump();
+    if (const json* id = json_field(c, "id"); id && id->is_string()) call.id = id->get<std::string>();
+    if (const json* args = json_field(*f, "arguments")) call.arguments = args->is_string() ? args->get<std::string>() : args->dump();
     out.push_back(std::move(call));
   }
   return out;

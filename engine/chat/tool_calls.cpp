@@ -94,7 +94,7 @@ std::optional<json> parse_json(std::string_view text) {
   }
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_blank(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
@@ -238,7 +238,7 @@ ParsedToolOutput parse_tool_output(ToolSyntax syntax, std::string_view text, std
       if (open == std::string_view::npos) break;
       size_t close = text.find(kClose, open);
       const size_t body_end = close == std::string_view::npos ? text.size() : close;
-      auto j = parse_json(trim(text.substr(open + kOpen.size(), body_end - open - kOpen.size())));
+      auto j = parse_json(trim_blank(text.substr(open + kOpen.size(), body_end - open - kOpen.size())));
       auto call = j ? call_of(*j, tools) : std::nullopt;
       if (!call) break;
       out.content += text.substr(pos, open - pos);
@@ -246,19 +246,19 @@ ParsedToolOutput parse_tool_output(ToolSyntax syntax, std::string_view text, std
       pos = close == std::string_view::npos ? text.size() : close + kClose.size();
     }
     out.content += text.substr(pos);
-    if (!out.calls.empty()) out.content = std::string(trim(out.content));
+    if (!out.calls.empty()) out.content = std::string(trim_blank(out.content));
     return out;
   }
-  std::string_view body = trim(text);
+  std::string_view body = trim_blank(text);
   if (syntax == ToolSyntax::kLlama3) {
-    if (body.rfind("<|python_tag|>", 0) == 0) body = trim(body.substr(14));
+    if (body.rfind("<|python_tag|>", 0) == 0) body = trim_blank(body.substr(14));
     auto j = parse_json(body);
     if (auto call = j ? call_of(*j, tools) : std::nullopt) {
       out.calls.push_back(std::move(*call));
       return out;
     }
   } else if (body.rfind("[TOOL_CALLS]", 0) == 0) {
-    auto j = parse_json(trim(body.substr(12)));
+    auto j = parse_json(trim_blank(body.substr(12)));
     if (j && j->is_array()) {
       for (const json& e : *j) {
         auto call = call_of(e, tools);

@@ -10,7 +10,7 @@ namespace {
 using nlohmann::json;
 using namespace baton::test;
 
-json post_json(int port, const std::string& path, const json& body, int want_status = 200) {
+json post_json_expecting(int port, const std::string& path, const json& body, int want_status = 200) {
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(20);
   auto res = c.Post(path.c_str(), body.dump(), "application/json");
@@ -40,12 +40,12 @@ std::vector<std::pair<std::string, json>> responses_events(const std::string& bo
 
 TEST_CASE("POST /v1/responses answers with OpenAI's response object and the chat completion's greedy text", "[api]") {
   LocalServer server;
-  const json chat = post_json(server.port(), "/v1/chat/completions",
+  const json chat = post_json_expecting(server.port(), "/v1/chat/completions",
                               {{"messages", {{{"role", "system"}, {"content", "You tell stories."}},
                                              {{"role", "user"}, {"content", "Tell me about a cat."}}}},
                                {"max_tokens", 10},
                                {"temperature", 0}});
-  const json r = post_json(server.port(), "/v1/responses",
+  const json r = post_json_expecting(server.port(), "/v1/responses",
                            {{"model", "x"},
                             {"instructions", "You tell stories."},
                             {"input", {{{"role", "user"}, {"content", {{{"type", "input_text"}, {"text", "Tell me about a cat."}}}}}}},
@@ -76,10 +76,10 @@ TEST_CASE("POST /v1/responses answers with OpenAI's response object and the chat
   CHECK(r["usage"]["input_tokens_details"]["cached_tokens"] == 0);
 
   // A plain string input is one user message; a stop string ends it as "completed".
-  const json plain = post_json(server.port(), "/v1/responses", {{"input", "Tell me about a cat."}, {"max_output_tokens", 10}, {"temperature", 0}});
+  const json plain = post_json_expecting(server.port(), "/v1/responses", {{"input", "Tell me about a cat."}, {"max_output_tokens", 10}, {"temperature", 0}});
   const std::string text = plain["output"][0]["content"][0]["text"];
   REQUIRE(text.size() > 4);
-  const json stopped = post_json(server.port(), "/v1/responses",
+  const json stopped = post_json_expecting(server.port(), "/v1/responses",
                                  {{"input", "Tell me about a cat."}, {"max_output_tokens", 10}, {"temperature", 0},
                                   {"stop", text.substr(3, 2)}});
   CHECK(stopped["status"] == "completed");
@@ -91,7 +91,7 @@ TEST_CASE("POST /v1/responses answers with OpenAI's response object and the chat
 TEST_CASE("a streamed response sends the Responses events in order and adds up to the whole text", "[api]") {
   LocalServer server;
   const json body = {{"input", "Once upon a time"}, {"max_output_tokens", 12}, {"temperature", 0}};
-  const json whole = post_json(server.port(), "/v1/responses", body);
+  const json whole = post_json_expecting(server.port(), "/v1/responses", body);
   json streaming = body;
   streaming["stream"] = true;
   RawResponse raw = raw_request(server.port(), "POST", "/v1/responses", streaming.dump());
@@ -135,7 +135,7 @@ TEST_CASE("/v1/responses refuses stored state, non-text input, tools and JSON ou
   LocalServer server;
   const auto refused = [&](json body, const std::string& param) {
     body["input"] = body.value("input", json("Hi"));
-    const json r = post_json(server.port(), "/v1/responses", body, 400);
+    const json r = post_json_expecting(server.port(), "/v1/responses", body, 400);
     INFO(r.dump());
     CHECK(r["error"]["param"] == param);
     CHECK(r["error"]["type"] == "invalid_request_error");
@@ -153,10 +153,10 @@ TEST_CASE("/v1/responses refuses stored state, non-text input, tools and JSON ou
   refused({{"input", json::array()}}, "input");
   refused({{"max_output_tokens", 0}}, "max_output_tokens");
   refused({{"temperature", 3}}, "temperature");
-  json no_input = post_json(server.port(), "/v1/responses", {{"model", "x"}}, 400);
+  json no_input = post_json_expecting(server.port(), "/v1/responses", {{"model", "x"}}, 400);
   CHECK(no_input["error"]["param"] == "input");
   // Accepted as OpenAI's clients send them: store false, empty tools, text format "text".
-  post_json(server.port(), "/v1/responses",
+  post_json_expecting(server.port(), "/v1/responses",
             {{"input", "Hi"}, {"max_output_tokens", 2}, {"store", false}, {"tools", json::array()},
              {"tool_choice", "auto"}, {"text", {{"format", {{"type", "text"}}}}}, {"metadata", {{"k", "v"}}}});
 }

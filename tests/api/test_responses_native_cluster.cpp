@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 using namespace baton::test;
 
-json post(int port, const std::string& path, const json& body) {
+json post_body(int port, const std::string& path, const json& body) {
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(30);
   auto r = c.Post(path.c_str(), body.dump(), "application/json");
@@ -49,8 +49,8 @@ TEST_CASE("a 2-worker cluster answers /v1/responses and /completion exactly like
   std::string want_stream;
   {
     LocalServer local;
-    want_responses = post(local.port(), "/v1/responses", responses);
-    want_completion = post(local.port(), "/completion", completion);
+    want_responses = post_body(local.port(), "/v1/responses", responses);
+    want_completion = post_body(local.port(), "/completion", completion);
     want_stream = streamed_response_text(local.port(), responses);
   }
   WorkerProcess w1("node-01", model, {"--insecure"});
@@ -63,7 +63,7 @@ TEST_CASE("a 2-worker cluster answers /v1/responses and /completion exactly like
       model, w1.port(), w2.port());
   CoordinatorProcess c({"--config", yaml_path, "-t", "1", "--cors-origin", "http://app.example", "--no-slots"});
 
-  const json got = post(c.port(), "/v1/responses", responses);
+  const json got = post_body(c.port(), "/v1/responses", responses);
   CHECK(got["output"] == json::array({[&] {
           json m = want_responses["output"][0];
           m["id"] = got["output"][0]["id"];  // ids are per response
@@ -72,7 +72,7 @@ TEST_CASE("a 2-worker cluster answers /v1/responses and /completion exactly like
   CHECK(got["usage"] == want_responses["usage"]);
   CHECK(streamed_response_text(c.port(), responses) == want_stream);
   CHECK(want_stream == want_responses["output"][0]["content"][0]["text"]);
-  const json got_completion = post(c.port(), "/completion", completion);
+  const json got_completion = post_body(c.port(), "/completion", completion);
   CHECK(got_completion["content"] == want_completion["content"]);
   CHECK(got_completion["tokens"] == want_completion["tokens"]);
   CHECK(got_completion["completion_probabilities"] == want_completion["completion_probabilities"]);  // bitwise

@@ -24,7 +24,7 @@ struct Schema {
   std::shared_ptr<const Grammar> grammar;
 };
 
-std::string error_of(const std::string& s) {
+std::string schema_error_of(const std::string& s) {
   try {
     json_schema_to_gbnf(ojson::parse(s), true);
   } catch (const GrammarError& e) {
@@ -118,17 +118,17 @@ TEST_CASE("json schema: arrays, nesting, anyOf/oneOf and $ref to $defs (recursiv
 }
 
 TEST_CASE("json schema: unsupported constructs are errors naming the keyword and where it is", "[grammar]") {
-  CHECK_THAT(error_of(R"({"type": "string", "pattern": "^a+$"})"), Catch::Contains("'pattern' at '#' is not supported"));
-  CHECK_THAT(error_of(R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}})"),
+  CHECK_THAT(schema_error_of(R"({"type": "string", "pattern": "^a+$"})"), Catch::Contains("'pattern' at '#' is not supported"));
+  CHECK_THAT(schema_error_of(R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}})"),
              Catch::Contains("'minimum' at '#/properties/n'"));
-  CHECK_THAT(error_of(R"({"not": {"type": "string"}})"), Catch::Contains("'not'"));
-  CHECK_THAT(error_of(R"({"type": "string", "format": "email"})"), Catch::Contains("string format \"email\""));
-  CHECK_THAT(error_of(R"({"allOf": [{"type": "string"}, {"maxLength": 3}]})"), Catch::Contains("'allOf' with more than one"));
-  CHECK_THAT(error_of(R"({"$ref": "http://example.com/s.json"})"), Catch::Contains("'$ref' \"http://example.com/s.json\""));
-  CHECK_THAT(error_of(R"({"$ref": "#/$defs/missing"})"), Catch::Contains("names no definition"));
-  CHECK_THAT(error_of(R"({"type": "array", "prefixItems": [{"type": "integer"}]})"), Catch::Contains("'prefixItems'"));
-  CHECK_THAT(error_of(R"({"type": "array", "uniqueItems": true})"), Catch::Contains("'uniqueItems'"));
-  CHECK_THAT(error_of(R"({"type": "tuple"})"), Catch::Contains("type \"tuple\""));
-  CHECK_THAT(error_of(R"({"type": "object", "required": ["x"]})"), Catch::Contains("required property \"x\""));
-  CHECK(error_of(R"({"type": "string", "description": "ignored", "title": "t", "default": "d"})").empty());
+  CHECK_THAT(schema_error_of(R"({"not": {"type": "string"}})"), Catch::Contains("'not'"));
+  CHECK_THAT(schema_error_of(R"({"type": "string", "format": "email"})"), Catch::Contains("string format \"email\""));
+  CHECK_THAT(schema_error_of(R"({"allOf": [{"type": "string"}, {"maxLength": 3}]})"), Catch::Contains("'allOf' with more than one"));
+  CHECK_THAT(schema_error_of(R"({"$ref": "http://example.com/s.json"})"), Catch::Contains("'$ref' \"http://example.com/s.json\""));
+  CHECK_THAT(schema_error_of(R"({"$ref": "#/$defs/missing"})"), Catch::Contains("names no definition"));
+  CHECK_THAT(schema_error_of(R"({"type": "array", "prefixItems": [{"type": "integer"}]})"), Catch::Contains("'prefixItems'"));
+  CHECK_THAT(schema_error_of(R"({"type": "array", "uniqueItems": true})"), Catch::Contains("'uniqueItems'"));
+  CHECK_THAT(schema_error_of(R"({"type": "tuple"})"), Catch::Contains("type \"tuple\""));
+  CHECK_THAT(schema_error_of(R"({"type": "object", "required": ["x"]})"), Catch::Contains("required property \"x\""));
+  CHECK(schema_error_of(R"({"type": "string", "description": "ignored", "title": "t", "default": "d"})").empty());
 }
