@@ -243,7 +243,7 @@ TEST_CASE("an honest relay changes nothing; in insecure mode it could (the test 
   // Without the AEAD the altered frame goes through unnoticed: the attack above is real.
   RelayedPair plain(AuthConfig::insecure(), [](size_t i, const std::vector<WireFrame>& seen) {
     WireFrame f = seen.back();
-    if (i == 1) f[f.size() - 1] ^= 0x04;  // the last body byte
+    if (i == 1 && !f.empty()) f.back() ^= 0x04;  // the last body byte
     return std::vector<WireFrame>{f};
   });
   ConnectionPtr plain_side = plain.server_side();
