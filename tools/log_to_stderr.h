@@ -7,6 +7,10 @@
 
 namespace baton::tools {
 
-inline void log_to_stderr(const char* name) { spdlog::set_default_logger(spdlog::stderr_color_mt(name)); }
+// Idempotent: a second call keeps the logger the first made.
+inline void log_to_stderr(const char* name) {
+  auto logger = spdlog::get(name);
+  spdlog::set_default_logger(logger ? logger : spdlog::stderr_color_mt(name));
+}
 
 }  // namespace baton::tools

@@ -190,6 +190,9 @@ void HttpServer::Impl::install_routes() {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     res.set_header("WWW-Authenticate", "Bearer");
+    // The refused request's body is not read: close, so its bytes are never parsed as the next
+    // request on this keep-alive connection.
+    res.set_header("Connection", "close");
     return httplib::Server::HandlerResponse::Handled;
   });
 

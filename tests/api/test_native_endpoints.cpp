@@ -153,7 +153,7 @@ TEST_CASE("GET /props, /slots, /models and /v1/models/{id} describe the model an
   CHECK(call(without.port(), "GET", "/slots", nullptr, 501)["error"]["type"] == "not_supported_error");
 }
 
-TEST_CASE("CORS: same origin only by default; listed origins get the headers and key-less preflights", "[api]") {
+TEST_CASE("CORS: same origin only by default, and listed origins get the headers and key-less preflights", "[api]") {
   const std::string preflight =
       "Origin: http://app.example\r\nAccess-Control-Request-Method: POST\r\n"
       "Access-Control-Request-Headers: authorization, content-type, x-stainless-lang\r\n";

@@ -182,7 +182,7 @@ TEST_CASE("response_format json_schema and json_object constrain the content", "
   if (r["choices"][0]["finish_reason"] == "stop") CHECK(json::parse(content).is_object());
 }
 
-TEST_CASE("llama-server's grammar and json_schema fields on /v1/completions; greedy takes the best allowed token", "[api][grammar]") {
+TEST_CASE("llama-server's grammar and json_schema fields on /v1/completions, and greedy takes the best allowed token", "[api][grammar]") {
   LocalServer s;
   json req = {{"prompt", "Once upon a time"}, {"grammar", "root ::= (\"yes\" | \"no\" | \"maybe\") \".\""},
               {"max_tokens", 20}, {"temperature", 0}, {"logprobs", 3}};

@@ -231,7 +231,7 @@ TEST_CASE("a man in the middle who alters, replays, reorders, drops or cuts a fr
   }
 }
 
-TEST_CASE("an honest relay changes nothing; in insecure mode it could (the test can fail)") {
+TEST_CASE("an honest relay changes nothing, and in insecure mode it could (the test can fail)") {
   WallClockBound bound(30s, "honest relay");
   RelayedPair pair(AuthConfig::with_secret(kSecret), pass);
   ConnectionPtr server_side = pair.server_side();

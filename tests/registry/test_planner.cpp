@@ -183,7 +183,7 @@ TEST_CASE("cluster config: nodes auto and the registry keys") {
                     Catch::Contains("c.yaml:5: cluster.min_nodes must be >= 1, found 0"));
   CHECK_THROWS_WITH(baton::parse_cluster_config(
                         "model: m\ncluster:\n  insecure: true\n  nodes: auto\n  heartbeat_timeout: -1\n", "c.yaml", "/"),
-                    Catch::Contains("cluster.heartbeat_timeout must be a positive number of seconds"));
+                    Catch::Contains("cluster.heartbeat_timeout must be a number of seconds from 0.1 to 3600"));
   CHECK_THROWS_WITH(baton::parse_cluster_config(
                         "model: m\ncluster:\n  insecure: true\n  nodes: auto\n  registry: http://x:1/p\n", "c.yaml", "/"),
                     Catch::Contains("cluster.registry must be etcd://HOST:PORT/PREFIX, found 'http://x:1/p'"));
