@@ -186,7 +186,7 @@ TEST_CASE("cluster config: nodes auto and the registry keys") {
                     Catch::Contains("cluster.heartbeat_timeout must be a number of seconds from 0.1 to 3600"));
   CHECK_THROWS_WITH(baton::parse_cluster_config(
                         "model: m\ncluster:\n  insecure: true\n  nodes: auto\n  registry: http://x:1/p\n", "c.yaml", "/"),
-                    Catch::Contains("cluster.registry must be etcd://HOST:PORT/PREFIX, found 'http://x:1/p'"));
+                    Catch::Contains("cluster.registry: registry URL 'http://x:1/p': the scheme must be etcd://"));
 }
 
 TEST_CASE("node probe: calibration speed, /proc/meminfo, CPU load") {
