@@ -26,19 +26,6 @@ namespace {
 
 constexpr std::chrono::milliseconds kPoll{50};
 
-// Times tokens for the latency histograms: from the request's arrival to the first token, then
-// between consecutive tokens.
-struct TokenClock {
-  Clock::time_point arrival = Clock::now();
-  Clock::time_point last{};
-  void tick(HttpMetrics& m) {
-    auto now = Clock::now();
-    if (last == Clock::time_point{}) m.observe_time_to_first_token(std::chrono::duration<double>(now - arrival).count());
-    else m.observe_inter_token(std::chrono::duration<double>(now - last).count());
-    last = now;
-  }
-};
-
 // Everything a streaming response needs after the handler has returned.
 struct Stream {
   Stream(std::shared_ptr<serving::RequestHandle> h, ResponseBuilder b, bool is_chat, bool usage, bool lp, TokenClock c)

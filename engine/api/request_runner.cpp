@@ -19,23 +19,11 @@ namespace {
 
 constexpr std::chrono::milliseconds kPoll{50};
 
-// Request arrival -> first token, then between tokens, for the latency histograms.
-struct TokenTimer {
-  Clock::time_point arrival = Clock::now();
-  Clock::time_point last{};
-  void tick(HttpMetrics& m) {
-    const auto now = Clock::now();
-    if (last == Clock::time_point{}) m.observe_time_to_first_token(std::chrono::duration<double>(now - arrival).count());
-    else m.observe_inter_token(std::chrono::duration<double>(now - last).count());
-    last = now;
-  }
-};
-
 // What a stream needs after the handler has returned.
 struct StreamState {
   std::shared_ptr<serving::RequestHandle> handle;
   std::shared_ptr<StreamFormat> format;
-  TokenTimer timer;
+  TokenClock timer;
   bool started = false;
   bool finished = false;
   std::atomic<bool> abandoned{false};
@@ -102,7 +90,7 @@ std::shared_ptr<serving::RequestHandle> submit_request(HttpServer::Impl& server,
 FinishedRequest collect_request(HttpServer::Impl& server, const httplib::Request& req,
                                 const std::shared_ptr<serving::RequestHandle>& handle) {
   FinishedRequest out;
-  TokenTimer timer;
+  TokenClock timer;
   const PeerProbe peer(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
   auto next_look = Clock::now() + kPoll;
   bool disconnected = false;

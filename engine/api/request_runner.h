@@ -7,6 +7,7 @@
 // Internal to engine/api (includes httplib through http_server_impl.h).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,6 +20,20 @@ namespace baton::api {
 // A handler whose escaped exceptions become error responses (an ApiError its own status, anything
 // else a 500 naming it), never a dropped connection.
 httplib::Server::Handler guarded_handler(std::function<void(const httplib::Request&, httplib::Response&)> handler);
+
+// Request arrival -> first token, then between tokens, for the latency histograms.
+struct TokenClock {
+  std::chrono::steady_clock::time_point arrival = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last{};
+  void tick(HttpMetrics& m) {
+    const auto now = std::chrono::steady_clock::now();
+    if (last == std::chrono::steady_clock::time_point{})
+      m.observe_time_to_first_token(std::chrono::duration<double>(now - arrival).count());
+    else
+      m.observe_inter_token(std::chrono::duration<double>(now - last).count());
+    last = now;
+  }
+};
 
 // A random seed for a request that gives none.
 uint32_t random_request_seed();
