@@ -133,10 +133,14 @@ struct RelayedPair {
         client(node_options("client", auth, Role::kCoordinator)) {
     conn = client.node->connect("127.0.0.1", relay.port());
   }
-  void send_three() {
+  // Frame 0 always goes out; once the server has refused a tampered frame the connection may
+  // already be closed on the client side too, so later sends may fail (a race, not a defect).
+  void send_three(bool later_may_fail = false) {
     for (uint64_t id = 0; id < 3; ++id) {
       auto [f, body] = sample_forward(2, 256, id);
-      REQUIRE(conn->send(f, body));
+      bool sent = conn->send(f, body);
+      if (id == 0 || !later_may_fail) REQUIRE(sent);
+      if (!sent) return;
     }
   }
   ConnectionPtr server_side() {
@@ -223,7 +227,7 @@ TEST_CASE("a man in the middle who alters, replays, reorders, drops or cuts a fr
     INFO(attack.name);
     RelayedPair pair(AuthConfig::with_secret(kSecret), attack.rewrite);
     ConnectionPtr victim = pair.server_side();
-    pair.send_three();
+    pair.send_three(/*later_may_fail=*/true);
     REQUIRE(eventually([&] { return victim->close_info().has_value(); }));
     CHECK(victim->close_info()->kind == attack.kind);
     CHECK_THAT(victim->close_info()->reason, Catch::Contains(attack.reason));
