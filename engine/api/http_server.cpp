@@ -280,6 +280,12 @@ void HttpServer::Impl::handle_metrics(httplib::Response& res) {
   gauge("baton_prompt_cache_entries", "Finished sequences whose KV is kept for reuse (on every stage).", s.cache_entries);
   gauge("baton_prompt_cache_positions", "Positions those entries hold.", static_cast<double>(s.cache_positions));
   write_prompt_cache_bytes(w, model, s.cache_positions);
+  counter("baton_spec_draft_tokens_total", "Draft tokens sent through the layers (speculative decoding).",
+          static_cast<double>(s.speculation.drafted));
+  counter("baton_spec_accepted_tokens_total", "Of those, kept (each saves one pass).",
+          static_cast<double>(s.speculation.accepted));
+  counter("baton_spec_passes_total", "Verification passes (a generated token with its draft).",
+          static_cast<double>(s.speculation.passes));
 
   if (auto cm = model.cluster_metrics()) write_pipeline_metrics(w, *cm, model.stage_stats());
   res.status = 200;

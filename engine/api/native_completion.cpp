@@ -28,7 +28,7 @@ json timings_of(const serving::CompletionSummary& s) {
   const auto rate = [](double ms, size_t n) { return ms > 0 ? 1e3 * static_cast<double>(n) / ms : 0.0; };
   // The first generated token comes with the prompt pass; the others are timed between tokens.
   const size_t decoded = s.completion_tokens > 0 ? s.completion_tokens - 1 : 0;
-  return json{{"cache_n", 0},
+  json t{{"cache_n", s.cached_tokens},
               {"prompt_n", s.prompt_tokens},
               {"prompt_ms", prompt_ms},
               {"prompt_per_token_ms", per(prompt_ms, s.prompt_tokens)},
@@ -37,6 +37,12 @@ json timings_of(const serving::CompletionSummary& s) {
               {"predicted_ms", predicted_ms},
               {"predicted_per_token_ms", per(predicted_ms, decoded)},
               {"predicted_per_second", rate(predicted_ms, decoded)}};
+  // llama-server reports these when it speculates.
+  if (s.speculation.drafted > 0) {
+    t["draft_n"] = s.speculation.drafted;
+    t["draft_n_accepted"] = s.speculation.accepted;
+  }
+  return t;
 }
 
 // Everything a /completion answer carries besides its text and tokens.

@@ -271,6 +271,17 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
   e.ignore_eos = get_bool(j, "ignore_eos").value_or(false);
   // llama-server's name: reuse the KV of a cached prompt prefix (bitwise the same result).
   e.cache_prompt = get_bool(j, "cache_prompt").value_or(true);
+  // llama-server's speculative.n_max / n_min (as dotted keys, or one "speculative" object):
+  // draft tokens per pass for this request; the output is the same, only the speed changes.
+  for (const char* field : {"n_max", "n_min"}) {
+    const std::string dotted = std::string("speculative.") + field;
+    std::optional<int64_t> v = get_int(j, dotted.c_str(), 0, 64);
+    if (!v && j.contains("speculative")) {
+      if (!j["speculative"].is_object()) throw bad_request("speculative", "'speculative' must be an object");
+      v = get_int(j["speculative"], field, 0, 64);
+    }
+    if (v) (field[2] == 'a' ? e.draft_max : e.draft_min) = static_cast<int>(*v);
+  }
 
   if (endpoint == Endpoint::kCompletions) {
     // Legacy completions: logprobs = N asks for the chosen token's and the top N.

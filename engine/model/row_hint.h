@@ -3,7 +3,10 @@
 // them from the pass, as llama.cpp does from its micro-batch: by how many rows of the row's own
 // sequence share it. A coordinator that cuts a prompt into pieces (pipelined prefill) or
 // continues it from a cached prefix sends each row the hint of the chunk the row belongs to in
-// the run from scratch, so every way of running a prompt gives the same bits.
+// the run from scratch, so every way of running a prompt gives the same bits. Speculative
+// decoding sends a generated token and its draft as rows hinted single: each as a pass of its own.
+// In a hinted pass every output row's last-layer FFN (computed for output rows only, as in
+// llama.cpp) takes the single-row order: in the reference run each is its sequence's only output.
 // The byte travels on the wire (Forward.row_hints): bits 0-1 the order, bit 2 tiled.
 #pragma once
 

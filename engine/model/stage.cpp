@@ -154,12 +154,18 @@ void Stage::last_ffn_block(const LayerWeights& w, const TokenBatch& batch, float
   const int64_t n = static_cast<int64_t>(batch.size()), n_embd = config_.n_embd;
   const int64_t n_out = static_cast<int64_t>(batch.n_outputs());
   if (n_out == 0) return;
-  // the output rows' own count per sequence decides their order
-  std::vector<uint64_t> out_seqs;
-  out_seqs.reserve(static_cast<size_t>(n_out));
-  for (int64_t t = 0; t < n; ++t)
-    if (batch.output[t]) out_seqs.push_back(batch.seq_ids[t]);
-  kernels::row_orders(out_seqs, out_orders_);
+  // The output rows' own count per sequence decides their order. With hints, every row follows
+  // a reference run in which it is its sequence's only output row of its pass (a prompt's last
+  // row, a generated token, a speculative draft's row): the single-row order.
+  if (!batch.hints.empty()) {
+    out_orders_.assign(static_cast<size_t>(n_out), kernels::RowOrder::kSingle);
+  } else {
+    std::vector<uint64_t> out_seqs;
+    out_seqs.reserve(static_cast<size_t>(n_out));
+    for (int64_t t = 0; t < n; ++t)
+      if (batch.output[t]) out_seqs.push_back(batch.seq_ids[t]);
+    kernels::row_orders(out_seqs, out_orders_);
+  }
   if (n_out == n) return ffn_block(w, n, hidden, out_orders_);
   out_hidden_.resize(static_cast<size_t>(n_out * n_embd));
   for (int64_t t = 0, r = 0; t < n; ++t)

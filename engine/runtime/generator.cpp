@@ -1,8 +1,10 @@
 #include "engine/runtime/generator.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/base/error.h"
+#include "engine/model/row_hint.h"
 #include "engine/runtime/prompt_runner.h"
 
 namespace baton {
@@ -24,6 +26,17 @@ void Generator::run_tokens(uint64_t seq_id, std::span<const int32_t> tokens, int
     logits_.resize(static_cast<size_t>(head_.n_vocab()));
     head_.logits(out_rows_.data(), 1, logits_.data());
   }
+}
+
+void Generator::run_verification(uint64_t seq_id, std::span<const int32_t> tokens, int32_t pos0) {
+  const int64_t n_embd = head_.config().n_embd;
+  batch_.clear();
+  for (size_t i = 0; i < tokens.size(); ++i) batch_.add(seq_id, pos0 + static_cast<int32_t>(i), true, RowHint{}.encode());
+  hidden_.resize(tokens.size() * static_cast<size_t>(n_embd));
+  head_.embed(tokens, hidden_.data());
+  layers_.forward(batch_, hidden_, out_rows_);
+  logits_.resize(tokens.size() * static_cast<size_t>(head_.n_vocab()));
+  head_.logits(out_rows_.data(), static_cast<int64_t>(tokens.size()), logits_.data());
 }
 
 void Generator::run_prompt(uint64_t seq_id, std::span<const int32_t> prompt, const GenerateOptions& options) {
@@ -55,11 +68,29 @@ GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> p
 
   auto t1 = std::chrono::steady_clock::now();
   result.finish_reason = "length";
+  const SpecParams& spec = options.speculation;
+  if (spec.enabled()) spec.validate();
+  DraftLength draft_length(spec.draft_max);
+  const size_t n_vocab = static_cast<size_t>(head_.n_vocab());
+  std::vector<int32_t> verify;  // the last pass's tokens: a generated token and its draft
+  size_t row = 0;               // the row of logits_ the next token is sampled from
+  size_t kept = 0;              // draft tokens of the last pass sampled so far
+  auto close_draft = [&] {
+    if (verify.size() > 1) {
+      result.speculation.drafted += verify.size() - 1;
+      result.speculation.accepted += kept;
+      ++result.speculation.passes;
+      draft_length.record(verify.size() - 1, kept);
+    } else if (!verify.empty()) {
+      draft_length.plain_step();
+    }
+  };
   for (int32_t i = 0; options.n_predict < 0 || i < options.n_predict; ++i) {
+    const std::span<const float> logits(logits_.data() + row * n_vocab, n_vocab);
     GeneratedStep step;
-    step.token = sampler.sample(logits_, history);
+    step.token = sampler.sample(logits, history);
     if (options.n_top_logprobs > 0) {
-      StepLogprobs lp = step_logprobs(logits_, step.token, options.n_top_logprobs);
+      StepLogprobs lp = step_logprobs(logits, step.token, options.n_top_logprobs);
       step.logprob = lp.chosen.logprob;
       step.top = std::move(lp.top);
     }
@@ -77,9 +108,30 @@ GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> p
     bool last = options.n_predict >= 0 && i + 1 == options.n_predict;
     if (last) break;
     if (static_cast<int64_t>(history.size()) >= n_ctx) break;  // context full: "length"
-    const int32_t token = step.token;
-    run_tokens(seq_id, std::span<const int32_t>(&token, 1), static_cast<int32_t>(history.size() - 1), true);
+    // The draft's next row was computed after exactly these tokens: it gives the next step.
+    if (row + 1 < verify.size() && step.token == verify[row + 1]) {
+      ++row, ++kept;
+      continue;
+    }
+    close_draft();
+    const int32_t pos = static_cast<int32_t>(history.size() - 1);
+    verify.assign(1, step.token);
+    if (spec.enabled()) {
+      size_t room = static_cast<size_t>(n_ctx - 1 - pos);
+      if (options.n_predict >= 0) room = std::min(room, static_cast<size_t>(options.n_predict - i - 2));
+      const size_t k = std::min(draft_length.limit(), room);
+      auto draft = k > 0 ? ngram_draft(history, spec, k) : std::vector<int32_t>{};
+      if (!draft.empty() && draft.size() >= static_cast<size_t>(spec.draft_min))
+        verify.insert(verify.end(), draft.begin(), draft.end());
+    }
+    row = 0, kept = 0;
+    ++result.decode_passes;
+    if (verify.size() == 1)
+      run_tokens(seq_id, verify, pos, true);
+    else
+      run_verification(seq_id, verify, pos);
   }
+  close_draft();
   result.generation_seconds = seconds_since(t1);
   layers_.reset_sequence(seq_id);
   return result;

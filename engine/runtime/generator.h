@@ -11,6 +11,7 @@
 
 #include "engine/model/model_head.h"
 #include "engine/runtime/layer_runner.h"
+#include "engine/runtime/speculation.h"
 #include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampler.h"
 
@@ -25,6 +26,9 @@ struct GenerateOptions {
   // (auto_prompt_piece(): small pieces when the runner keeps several passes in flight).
   int32_t prefill_chunk = 0;
   std::function<bool(int32_t)> is_end_of_generation;  // may be empty
+  // Speculative decoding by n-gram lookup (engine/runtime/speculation.h): the same tokens and
+  // log-probabilities, fewer passes when the text repeats. Off unless asked for.
+  SpecParams speculation{.mode = SpecMode::kOff};
 };
 
 struct GeneratedStep {
@@ -38,6 +42,8 @@ struct GenerationResult {
   std::string finish_reason;            // "stop" (end of generation / callback) or "length"
   double prompt_seconds = 0;
   double generation_seconds = 0;        // from the first to the last generated token
+  SpecCounters speculation;             // draft tokens proposed and kept
+  size_t decode_passes = 0;             // passes after the prompt (one per token without drafts)
 };
 
 class Generator {
@@ -52,6 +58,9 @@ class Generator {
  private:
   // Runs tokens [begin, end) of `tokens` at positions from `pos0`; logits of the last token.
   void run_tokens(uint64_t seq_id, std::span<const int32_t> tokens, int32_t pos0, bool want_logits);
+  // A generated token and its draft at positions from `pos0`, every row computed as a pass of
+  // its own would compute it; logits of every row.
+  void run_verification(uint64_t seq_id, std::span<const int32_t> tokens, int32_t pos0);
   // The prompt in pieces, as many in flight as the runner allows (pipelined prefill); leaves
   // the last token's logits in logits_.
   void run_prompt(uint64_t seq_id, std::span<const int32_t> prompt, const GenerateOptions& options);

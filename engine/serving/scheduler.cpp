@@ -1,6 +1,7 @@
 #include "engine/serving/scheduler.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <future>
 
 #include "engine/runtime/prompt_pieces.h"
@@ -16,6 +17,7 @@ struct Scheduler::Pass {
     std::span<const int32_t> tokens;  // the sequence's tokens in this pass
     bool output;                      // its last token's row is wanted (prompt done / decode)
     bool prompt;                      // tokens of its prompt
+    bool decode = false;              // a generated token and its draft: every row is an output
   };
   TokenBatch batch;
   std::vector<float> hidden;  // [batch.size(), n_embd]
@@ -44,6 +46,9 @@ Scheduler::Scheduler(ModelHead& head, LayerRunner& layers, const tokenizer::Toke
   if (options_.n_batch < 1) fail("SchedulerOptions::n_batch must be at least 1 (got {})", options_.n_batch);
   if (options_.prefill_chunk < 0)
     fail("SchedulerOptions::prefill_chunk must not be negative (got {})", options_.prefill_chunk);
+  options_.speculation.validate();
+  if (options_.spec_max_decoders < 0)
+    fail("SchedulerOptions::spec_max_decoders must not be negative (got {})", options_.spec_max_decoders);
   if (layers_.max_in_flight() < 1)
     fail("the layer runner allows {} passes in flight; it must allow at least 1", layers_.max_in_flight());
   n_ctx_ = layers_.n_ctx();
@@ -62,6 +67,14 @@ Scheduler::~Scheduler() {
 
 int64_t Scheduler::n_ctx() const { return n_ctx_; }
 
+SpecParams Scheduler::speculation_for(const CompletionRequest& request) const {
+  SpecParams spec = options_.speculation;
+  if (request.draft_max >= 0) spec.draft_max = request.draft_max;
+  if (request.draft_min >= 0) spec.draft_min = request.draft_min;
+  if (request.draft_max >= 0 && request.draft_min < 0) spec.draft_min = std::min(spec.draft_min, spec.draft_max);
+  return spec;
+}
+
 SchedulerStats Scheduler::stats() const {
   std::lock_guard lock(mutex_);
   SchedulerStats stats = stats_;
@@ -78,6 +91,7 @@ std::shared_ptr<RequestHandle> Scheduler::submit(CompletionRequest request) {
     if (request.prompt[i] < 0 || request.prompt[i] >= n_vocab_)
       fail("prompt token {} is {}, outside the vocabulary of {} tokens", i, request.prompt[i], n_vocab_);
   validate(request.sampling);
+  speculation_for(request).validate();
   if (request.n_top_logprobs > kMaxTopLogprobs)
     fail("n_top_logprobs is {}; at most {} are supported", request.n_top_logprobs, kMaxTopLogprobs);
 
@@ -222,8 +236,9 @@ std::unique_ptr<ActiveSequence> Scheduler::start_sequence(Queued& q) {
       }
     }
   }
+  const SpecParams spec = speculation_for(q.request);
   return std::make_unique<ActiveSequence>(hit ? hit->seq_id : next_seq_id_++, q.handle, std::move(q.request),
-                                          tokenizer_, n_ctx_, q.submitted, hit ? hit->start : 0);
+                                          tokenizer_, n_ctx_, q.submitted, hit ? hit->start : 0, spec);
 }
 
 void Scheduler::forget_cached_prefixes() {
@@ -281,6 +296,20 @@ void Scheduler::submit_passes() {
   for (size_t g = 0; g < static_cast<size_t>(n_free); ++g) {
     auto pass = std::make_unique<Pass>();
     size_t budget = n_batch;
+    auto add_decoder = [&](ActiveSequence& seq, size_t max_draft) {
+      if (seq.prefilling() || seq.n_unfed() != 1) return false;  // a rebuilt sequence replays one by one
+      if (budget == 0) return true;
+      auto tokens = seq.next_decode_tokens(std::min(max_draft, budget - 1));
+      for (size_t k = 0; k < tokens.size(); ++k) {
+        const size_t pos = static_cast<size_t>(seq.next_position()) + k;
+        pass->batch.add(seq.id(), static_cast<int32_t>(pos), true, RowHint{}.encode());
+      }
+      pass->parts.push_back({&seq, tokens, true, false, true});
+      budget -= tokens.size();
+      seq.mark_fed(1);  // the draft's rows count once they are kept (accept_verified)
+      ++seq.in_flight;
+      return true;
+    };
     auto add = [&](ActiveSequence& seq) {
       const size_t whole = seq.next_chunk_size(n_batch, prefill_chunk);
       if (whole == 0) return;
@@ -301,7 +330,13 @@ void Scheduler::submit_passes() {
     };
     auto add_decoders = [&] {
       if (g >= n_decode_groups) return;
-      for (size_t i = g; i < decoders.size(); i += n_decode_groups) add(*decoders[i]);
+      // Drafts only while few sequences share the pass: beyond that the pass is full of work
+      // and draft rows would slow the others down more than they gain.
+      const size_t in_group = (decoders.size() - g + n_decode_groups - 1) / n_decode_groups;
+      const size_t max_draft =
+          in_group <= static_cast<size_t>(options_.spec_max_decoders) ? SIZE_MAX : 0;
+      for (size_t i = g; i < decoders.size(); i += n_decode_groups)
+        if (!add_decoder(*decoders[i], max_draft)) add(*decoders[i]);
     };
     auto add_prefills = [&] {
       for (ActiveSequence* seq : prefills)
@@ -364,24 +399,35 @@ void Scheduler::finish_oldest_pass() {
     ActiveSequence& seq = *part.seq;
     --seq.in_flight;
     std::span<const float> logits;
-    if (part.output)
-      logits = std::span<const float>(logits_).subspan((row++) * static_cast<size_t>(n_vocab_),
-                                                       static_cast<size_t>(n_vocab_));
+    if (part.output) {
+      const size_t rows = part.decode ? part.tokens.size() : 1;
+      logits = std::span<const float>(logits_).subspan(row * static_cast<size_t>(n_vocab_),
+                                                       rows * static_cast<size_t>(n_vocab_));
+      row += rows;
+    }
     if (seq.cancelled()) {
       if (seq.in_flight == 0) end(seq, "cancelled");  // its later pieces' passes still name it
       continue;
     }
     if (!part.output) continue;
     bool ended = false;
+    size_t generated = 1;
+    const SpecCounters before = seq.speculation();
     try {
-      ended = seq.accept(logits);
+      if (part.decode)
+        ended = seq.accept_verified(logits, static_cast<size_t>(n_vocab_), generated);
+      else
+        ended = seq.accept(logits);
     } catch (const std::exception& e) {
       end(seq, "error", e.what());
       continue;
     }
     {
       std::lock_guard lock(mutex_);
-      ++stats_.generated_tokens;
+      stats_.generated_tokens += generated;
+      stats_.speculation.drafted += seq.speculation().drafted - before.drafted;
+      stats_.speculation.accepted += seq.speculation().accepted - before.accepted;
+      stats_.speculation.passes += seq.speculation().passes - before.passes;
     }
     if (ended) end(seq, seq.end_reason());
   }

@@ -27,6 +27,7 @@
 #include "engine/base/error.h"
 #include "engine/model/model_head.h"
 #include "engine/runtime/layer_runner.h"
+#include "engine/runtime/speculation.h"
 #include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampler.h"
 #include "engine/serving/prefix_cache.h"
@@ -63,6 +64,11 @@ struct CompletionRequest {
   // Constrained decoding (grammar, JSON schema, forced tool call): masks the logits before
   // every sample (engine/grammar/token_constraint.h). Null: unconstrained.
   std::shared_ptr<const grammar::CompiledConstraint> constraint;
+  // Speculative decoding (engine/runtime/speculation.h) for this request: llama-server's
+  // speculative.n_max / n_min; < 0: the server's --draft-max / --draft-min. The output is the
+  // same either way; only the speed changes.
+  int draft_max = -1;
+  int draft_min = -1;
 };
 
 // One generated token and the text it released. Text is held back while it is an incomplete
@@ -86,6 +92,7 @@ struct CompletionSummary {
   double queue_seconds = 0;          // submit -> first forward pass
   double time_to_first_token = 0;    // submit -> first token published
   double generation_seconds = 0;     // first -> last token
+  SpecCounters speculation;          // draft tokens proposed and kept (llama-server's draft_n, draft_n_accepted)
 };
 
 class Scheduler;
@@ -130,6 +137,11 @@ struct SchedulerOptions {
   // Finished sequences leave their KV in their slots for requests that share a prefix
   // (llama-server's cache_prompt); idle slots hold them, the least recently used goes first.
   bool cache_prompt = true;
+  // Speculative decoding by n-gram lookup (engine/runtime/speculation.h): same output, fewer
+  // trips through the layers when the text repeats. Drafts shrink as more sequences share the
+  // passes: with more than spec_max_decoders decoders in a pass none is sent.
+  SpecParams speculation;
+  int spec_max_decoders = 4;
 };
 
 struct SchedulerStats {
@@ -147,6 +159,7 @@ struct SchedulerStats {
   uint64_t cache_hits = 0;           // requests that reused a cached prefix
   int cache_entries = 0;             // sequences whose KV is kept for reuse
   uint64_t cache_positions = 0;      // their positions (KV rows per layer)
+  SpecCounters speculation;          // draft tokens proposed and kept, verification passes
 };
 
 class Scheduler {
@@ -216,6 +229,8 @@ class Scheduler {
   // The runner lost its caches: cached prefixes are gone with them.
   void forget_cached_prefixes();
   void publish_cache_stats();
+  // The server's speculation settings with the request's overrides (validated by submit()).
+  SpecParams speculation_for(const CompletionRequest& request) const;
 
   ModelHead& head_;
   LayerRunner& layers_;

@@ -13,7 +13,7 @@ double seconds(ActiveSequence::Clock::duration d) { return std::chrono::duration
 
 ActiveSequence::ActiveSequence(uint64_t id, std::shared_ptr<RequestHandle> handle, CompletionRequest request,
                                const tokenizer::Tokenizer& tokenizer, int64_t n_ctx, Clock::time_point submitted,
-                               size_t reused)
+                               size_t reused, const SpecParams& speculation)
     : id_(id),
       handle_(std::move(handle)),
       request_(std::move(request)),
@@ -22,6 +22,8 @@ ActiveSequence::ActiveSequence(uint64_t id, std::shared_ptr<RequestHandle> handl
       sampler_(request_.sampling),
       detokenizer_(tokenizer),
       stop_(request_.stop),
+      spec_(speculation),
+      draft_length_(speculation.draft_max),
       tokens_(request_.prompt),
       n_prompt_(request_.prompt.size()),
       n_fed_(reused),
@@ -44,6 +46,44 @@ uint8_t ActiveSequence::row_hint(size_t pos, size_t n_batch) const {
 std::vector<int32_t> ActiveSequence::reusable_tokens(size_t n_batch) const {
   const size_t n = std::min(reusable_prefix(n_prompt_, n_batch), n_fed_);
   return std::vector<int32_t>(tokens_.begin(), tokens_.begin() + static_cast<ptrdiff_t>(n));
+}
+
+std::span<const int32_t> ActiveSequence::next_decode_tokens(size_t max_draft) {
+  verify_.assign(1, tokens_[n_fed_]);
+  if (!spec_.enabled() || n_unfed() != 1) return verify_;
+  // Room: every draft row needs a position in the context, and a pass of k drafts may give
+  // k + 1 tokens, which must not pass max_tokens.
+  size_t room = static_cast<size_t>(n_ctx_) - 1 - n_fed_;
+  if (request_.max_tokens >= 0) room = std::min(room, static_cast<size_t>(request_.max_tokens) - n_generated_ - 1);
+  const size_t k = std::min({draft_length_.limit(), max_draft, room});
+  if (k == 0) return verify_;
+  auto draft = ngram_draft(tokens_, spec_, k);
+  if (draft.empty() || draft.size() < static_cast<size_t>(spec_.draft_min)) return verify_;
+  verify_.insert(verify_.end(), draft.begin(), draft.end());
+  return verify_;
+}
+
+bool ActiveSequence::accept_verified(std::span<const float> logits, size_t n_vocab, size_t& generated) {
+  const size_t rows = verify_.size();
+  size_t kept = 0;
+  bool ended = false;
+  generated = 0;
+  for (size_t i = 0; i < rows; ++i) {
+    ended = accept(logits.subspan(i * n_vocab, n_vocab));
+    ++generated;
+    if (ended || i + 1 == rows || tokens_.back() != verify_[i + 1]) break;
+    ++kept;  // draft token i + 1 was sampled: its row's logits are the next step's
+  }
+  n_fed_ += kept;  // their KV rows are the sequence's; rejected rows lie past its end
+  if (rows > 1) {
+    spec_counters_.drafted += rows - 1;
+    spec_counters_.accepted += kept;
+    ++spec_counters_.passes;
+    draft_length_.record(rows - 1, kept);
+  } else {
+    draft_length_.plain_step();
+  }
+  return ended;
 }
 
 std::span<const int32_t> ActiveSequence::next_chunk(size_t max) const {
@@ -115,6 +155,7 @@ void ActiveSequence::finish(const std::string& reason, const std::string& error)
   summary.prompt_tokens = n_prompt_;
   summary.cached_tokens = n_reused_;
   summary.completion_tokens = n_generated_;
+  summary.speculation = spec_counters_;
   const auto now = Clock::now();
   summary.queue_seconds = seconds((started_ ? first_pass_ : now) - submitted_);
   if (n_generated_ > 0) {

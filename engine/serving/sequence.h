@@ -29,7 +29,7 @@ class ActiveSequence {
   // sequence id's KV of the prompt's first `reused` tokens (a prefix-cache hit; else 0).
   ActiveSequence(uint64_t id, std::shared_ptr<RequestHandle> handle, CompletionRequest request,
                  const tokenizer::Tokenizer& tokenizer, int64_t n_ctx, Clock::time_point submitted,
-                 size_t reused = 0);
+                 size_t reused = 0, const SpecParams& speculation = {.mode = SpecMode::kOff});
 
   uint64_t id() const { return id_; }
   RequestHandle& handle() { return *handle_; }
@@ -45,6 +45,11 @@ class ActiveSequence {
   // rebuilt sequence replays them). With row_hint() every token is computed exactly as in an
   // uninterrupted run from scratch (engine/runtime/prompt_pieces.h).
   size_t next_chunk_size(size_t n_batch, size_t prefill_chunk) const;
+  // The tokens of this sequence's next decoding pass: its one unfed token followed by an n-gram
+  // draft of at most max_draft tokens when speculation is on and a draft is found (all rows
+  // want logits, each computed with the single-row numerics). Call only when !prefilling() and
+  // n_unfed() == 1. The span stays valid until the pass has been finished (accept_verified).
+  std::span<const int32_t> next_decode_tokens(size_t max_draft);
   // The numerics hint of the token at `pos` (a prompt row: its chunk's; a generated one: alone).
   uint8_t row_hint(size_t pos, size_t n_batch) const;
   // The next up to `max` unfed tokens and the position of the first of them.
@@ -72,6 +77,12 @@ class ActiveSequence {
   // event and returns true when this token ended the sequence (then the summary is set but not
   // yet published: see finish()). Throws baton::Error from the sampler or the detokenizer.
   bool accept(std::span<const float> logits);
+  // The logits of a decoding pass from next_decode_tokens() ([rows, n_vocab]): samples row 0,
+  // then row i + 1 as long as the token sampled from row i equals draft token i (its row was
+  // computed after exactly the right tokens), and keeps the KV of the kept draft tokens.
+  // Returns whether the sequence ended (as accept()) and counts the tokens it generated.
+  bool accept_verified(std::span<const float> logits, size_t n_vocab, size_t& generated);
+  const SpecCounters& speculation() const { return spec_counters_; }
   // The reason accept() ended the sequence ("stop" or "length").
   const std::string& end_reason() const { return end_reason_; }
   // Publishes the summary with `reason` (and `error` for "error"); idempotent.
@@ -91,6 +102,10 @@ class ActiveSequence {
   StopMatcher stop_;
   std::optional<grammar::TokenConstraint> constraint_;  // when the request has a grammar
   std::vector<float> masked_;                           // scratch: the logits after the grammar mask
+  SpecParams spec_;                                     // the server's, with the request's overrides
+  DraftLength draft_length_;
+  std::vector<int32_t> verify_;                         // the unfed token + its draft, while in flight
+  SpecCounters spec_counters_;
 
   std::vector<int32_t> tokens_;  // prompt, then generated tokens
   size_t n_prompt_ = 0;

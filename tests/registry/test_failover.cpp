@@ -293,3 +293,48 @@ TEST_CASE("failover: a re-plan forgets cached prompt prefixes, and a worker kill
   CHECK(s.model->scheduler().stats().resumed >= 1);
   CHECK(s.model->plan().size() == 2);
 }
+
+TEST_CASE("failover: a worker lost while speculative verification passes are in flight, the stream resumes unchanged",
+          "[registry]") {
+  const uint16_t port = baton::test::free_loopback_port();
+  auto w1 = join("w1", port), w2 = join("w2", port), w3 = join("w3", port);
+  Served s(failover_config(port, 3, baton::test::temp_dir() + "/failover-spec.json"), 512);
+  REQUIRE(s.model->plan().size() == 3);
+  std::string story;
+  for (int i = 0; i < 4; ++i) story += "Once upon a time there was a little girl who liked to play in the park. ";
+  // Without drafts (the request's speculative.n_max 0): the reference.
+  const json plain = {{"prompt", story}, {"max_tokens", 240}, {"temperature", 0}, {"stream", true},
+                      {"ignore_eos", true}, {"speculative.n_max", 0}};
+  const Streamed want = stream(s.port(), plain);
+  REQUIRE(want.status == 200);
+  REQUIRE(want.finish_reason == "length");
+  REQUIRE(s.model->scheduler().stats().speculation.drafted == 0);
+
+  const json body = {{"prompt", story}, {"max_tokens", 240}, {"temperature", 0}, {"stream", true},
+                     {"ignore_eos", true}, {"cache_prompt", false}};
+  const Streamed undisturbed = stream(s.port(), body);
+  CHECK(undisturbed.text == want.text);
+  const auto before = s.model->scheduler().stats().speculation;
+  CHECK(before.accepted > 0);  // the story repeats: drafts were kept
+
+  // Frozen (its pass hangs mid-verification), then killed: the sequence is rebuilt on the two
+  // that remain and goes on speculating; the text is the same.
+  const std::string victim = s.model->plan()[1].id;
+  WorkerProcess& frozen = victim == "w1" ? *w1 : victim == "w2" ? *w2 : *w3;
+  std::thread killer;
+  const Streamed got = stream(s.port(), body, 4, [&] {
+    REQUIRE(::kill(frozen.pid(), SIGSTOP) == 0);
+    killer = std::thread([&] {
+      std::this_thread::sleep_for(300ms);
+      frozen.kill_now();
+    });
+  });
+  if (killer.joinable()) killer.join();
+  INFO(got.error);
+  CHECK(got.status == 200);
+  CHECK(got.text == want.text);
+  const auto stats = s.model->scheduler().stats();
+  CHECK(stats.resumed >= 1);  // the loss landed mid-generation
+  CHECK(stats.speculation.accepted > before.accepted);
+  CHECK(s.model->plan().size() == 2);
+}

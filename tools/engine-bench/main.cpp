@@ -24,6 +24,7 @@
 #include "tools/log_to_stderr.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/pipeline/cluster.h"
+#include "engine/model/row_hint.h"
 #include "gguf/shard.h"
 #include "engine/runtime/local_model.h"
 #include "engine/runtime/prompt_runner.h"
@@ -38,6 +39,7 @@ struct Options {
   int reps = 5;
   bool mmap = false;  // keep weights in the file mapping
   int n_batch = 512, prefill_chunk = 0;
+  std::vector<int> verify_rows;  // speculative verification passes of these many rows
 };
 
 struct Stats {
@@ -97,6 +99,19 @@ class Bench {
       baton::TokenBatch batch;
       batch.add(1, depth_ + i, true);
       run(batch, std::span<const int32_t>(&tokens[i], 1));
+    }
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+  // Seconds for n speculative verification passes of `rows` tokens each (a generated token and
+  // its draft: single-row numerics, logits of every row), after the context.
+  double verify(int n, int rows) {
+    auto tokens = random_tokens(n * rows);
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      baton::TokenBatch batch;
+      for (int j = 0; j < rows; ++j) batch.add(1, depth_ + i * rows + j, true, baton::RowHint{}.encode());
+      run(batch, std::span<const int32_t>(&tokens[static_cast<size_t>(i * rows)], static_cast<size_t>(rows)));
     }
     return std::chrono::duration<double>(Clock::now() - t0).count();
   }
@@ -222,6 +237,11 @@ int main(int argc, char** argv) {
   app.add_option("--prefill-chunk", o.prefill_chunk,
                  "prompt tokens per pass, pieces of a chunk (same bits; 0: 128 / stages within [8, 32] on a cluster, whole chunks locally)")
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--verify-rows", o.verify_rows,
+                 "also time n-gen speculative verification passes of these many rows each (tests 'tv<rows>', "
+                 "t/s = passes/s: compare with tg to see what a draft row costs)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 65));
   app.add_option("-r,--repetitions", o.reps, "repetitions per test")->check(CLI::Range(1, 1000));
   app.add_flag("--mmap", o.mmap, "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
   app.add_option("-o,--output", o.output, "md or json")->check(CLI::IsMember({"md", "json"}));
@@ -237,8 +257,9 @@ int main(int argc, char** argv) {
       baton::LocalModelOptions lo;
       lo.threads = threads;
       if (o.mmap) lo.placement = baton::WeightPlacement::kMapped;
+      const int max_rows = o.verify_rows.empty() ? 1 : *std::max_element(o.verify_rows.begin(), o.verify_rows.end());
       int max_tokens = std::max(*std::max_element(o.n_prompt.begin(), o.n_prompt.end()),
-                                *std::max_element(o.n_gen.begin(), o.n_gen.end()));
+                                *std::max_element(o.n_gen.begin(), o.n_gen.end()) * max_rows);
       lo.n_ctx = std::max(256, *std::max_element(o.n_depth.begin(), o.n_depth.end()) + max_tokens + 16);
       std::unique_ptr<baton::LocalModel> local;
       std::unique_ptr<baton::pipeline::Cluster> cluster;
@@ -317,6 +338,9 @@ int main(int argc, char** argv) {
           }
         }
         for (int n : o.n_gen) run_test("tg", n, [&](int count) { return bench.generate(count); });
+        for (int rows : o.verify_rows)
+          for (int n : o.n_gen)
+            run_test(fmt::format("tv{}x", rows).c_str(), n, [&](int count) { return bench.verify(count, rows); });
       }
     }
     struct rusage ru;

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <string_view>
 
+#include "tools/spec_options.h"
 #include "tools/log_to_stderr.h"
 #include "engine/api/http_server.h"
 #include "engine/api/served_model.h"
@@ -76,12 +77,20 @@ int main(int argc, char** argv) {
   app.add_option("--cors-origin", http.cors_origins,
                  "let browser pages from ORIGIN call the API (repeat or comma-separate; '*' = any; default: same origin only)")
       ->take_all();
+  baton::tools::SpecOptions spec;
+  spec.add_to(app);
   bool no_slots = false;
   app.add_flag("--no-slots", no_slots, "disable GET /slots (501), as llama-server's --no-slots");
   CLI11_PARSE(app, argc, argv);
   http.webui = !no_webui;
   if (mmap) so.placement = baton::WeightPlacement::kMapped;
   so.scheduler.cache_prompt = !no_cache_prompt;
+  try {
+    so.scheduler.speculation = spec.resolve();
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
   http.slots_endpoint = !no_slots;
   if (model_path.empty() && config_path.empty()) {
     fmt::print(stderr, "error: give --model FILE or --config cluster.yaml\n");

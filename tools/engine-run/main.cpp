@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "tools/log_to_stderr.h"
+#include "tools/spec_options.h"
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/pipeline/cluster.h"
@@ -37,6 +38,7 @@ struct Options {
   bool conversation = false, ignore_eos = false;
   bool n_predict_given = false;
   std::string system_prompt, chat_template;
+  baton::tools::SpecOptions spec;
 };
 
 // "2,4" -> [0,2) [2,4) [4,n_layer)
@@ -97,6 +99,7 @@ int run(const Options& o) {
     co.generate.sampling = o.sampling;
     co.ignore_eos = o.ignore_eos;
     co.generate.sampling.seed = o.seed < 0 ? std::random_device{}() : static_cast<uint32_t>(o.seed);
+    co.generate.speculation = o.spec.resolve();
     return baton::run_conversation(cluster ? *cluster->file() : *local->file(), tok, head, layers, co);
   }
   std::vector<int32_t> prompt_tokens = tok.encode(prompt, !o.no_bos, o.special);
@@ -113,6 +116,7 @@ int run(const Options& o) {
   go.n_top_logprobs = o.json ? static_cast<size_t>(o.top_logprobs) : 0;
   go.n_batch = o.n_batch;
   go.prefill_chunk = o.prefill_chunk;
+  go.speculation = o.spec.resolve();
   if (!o.ignore_eos) go.is_end_of_generation = [&tok](int32_t id) { return tok.is_eog(id); };
 
   baton::Generator generator(head, layers);
@@ -153,13 +157,24 @@ int run(const Options& o) {
         {"text", tok.decode(text_tokens)},
         {"finish_reason", result.finish_reason},
         {"steps", steps},
-        {"timings", {{"prompt_tokens_per_second", pp}, {"generated_tokens_per_second", tg}}},
+        {"timings",
+         {{"prompt_tokens_per_second", pp},
+          {"generated_tokens_per_second", tg},
+          {"prompt_seconds", result.prompt_seconds},
+          {"generation_seconds", result.generation_seconds},
+          {"decode_passes", result.decode_passes},
+          {"draft_n", result.speculation.drafted},
+          {"draft_n_accepted", result.speculation.accepted}}},
     };
     fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     fmt::print("{}\n", stream.flush());
     fmt::print(stderr, "\nprompt: {} tokens, {:.1f} t/s | generated: {} tokens, {:.1f} t/s | finish: {}\n",
                prompt_tokens.size(), pp, result.steps.size(), tg, result.finish_reason);
+    if (result.speculation.drafted > 0)
+      fmt::print(stderr, "speculation: {} of {} draft tokens kept, {:.2f} tokens per pass\n",
+                 result.speculation.accepted, result.speculation.drafted,
+                 static_cast<double>(result.steps.size() - 1) / static_cast<double>(std::max<size_t>(1, result.decode_passes)));
   }
   return 0;
 }
@@ -196,6 +211,7 @@ int main(int argc, char** argv) {
   app.add_option("--prefill-chunk", o.prefill_chunk,
                  "prompt tokens per pass on a pipeline (pieces of a chunk, same bits; 0: 128 / stages within [8, 32] on a cluster, whole chunks locally)")
       ->check(CLI::Range(0, 1 << 20));
+  o.spec.add_to(app);
   app.add_option("--split", o.split, "run the layers as several local stages, e.g. 2,4 (for testing splits)");
   app.add_flag("--ignore-eos", o.ignore_eos, "generate past the end-of-generation token (up to -n)");
   app.add_flag("--conversation", o.conversation, "interactive chat with the model's chat template (also -cnv)");
