@@ -280,7 +280,7 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
       if (!j["speculative"].is_object()) throw bad_request("speculative", "'speculative' must be an object");
       v = get_int(j["speculative"], field, 0, 64);
     }
-    if (v) (field[2] == 'a' ? e.draft_max : e.draft_min) = static_cast<int>(*v);
+    if (v) (std::string_view(field) == "n_max" ? e.draft_max : e.draft_min) = static_cast<int>(*v);
   }
 
   if (endpoint == Endpoint::kCompletions) {

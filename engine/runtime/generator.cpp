@@ -70,20 +70,20 @@ GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> p
   result.finish_reason = "length";
   const SpecParams& spec = options.speculation;
   if (spec.enabled()) spec.validate();
-  DraftLength draft_length(spec.draft_max);
+  DraftPolicy policy(spec.draft_max, spec.adapt);
+  double trip_seconds = -1;     // the last trip's wall time
   const size_t n_vocab = static_cast<size_t>(head_.n_vocab());
   std::vector<int32_t> verify;  // the last pass's tokens: a generated token and its draft
   size_t row = 0;               // the row of logits_ the next token is sampled from
   size_t kept = 0;              // draft tokens of the last pass sampled so far
   auto close_draft = [&] {
+    if (verify.empty()) return;
     if (verify.size() > 1) {
       result.speculation.drafted += verify.size() - 1;
       result.speculation.accepted += kept;
       ++result.speculation.passes;
-      draft_length.record(verify.size() - 1, kept);
-    } else if (!verify.empty()) {
-      draft_length.plain_step();
     }
+    policy.record(verify.size(), kept, trip_seconds);
   };
   for (int32_t i = 0; options.n_predict < 0 || i < options.n_predict; ++i) {
     const std::span<const float> logits(logits_.data() + row * n_vocab, n_vocab);
@@ -119,17 +119,19 @@ GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> p
     if (spec.enabled()) {
       size_t room = static_cast<size_t>(n_ctx - 1 - pos);
       if (options.n_predict >= 0) room = std::min(room, static_cast<size_t>(options.n_predict - i - 2));
-      const size_t k = std::min(draft_length.limit(), room);
+      const size_t k = std::min(policy.limit(), room);
       auto draft = k > 0 ? ngram_draft(history, spec, k) : std::vector<int32_t>{};
       if (!draft.empty() && draft.size() >= static_cast<size_t>(spec.draft_min))
         verify.insert(verify.end(), draft.begin(), draft.end());
     }
     row = 0, kept = 0;
     ++result.decode_passes;
+    const auto trip_start = std::chrono::steady_clock::now();
     if (verify.size() == 1)
       run_tokens(seq_id, verify, pos, true);
     else
       run_verification(seq_id, verify, pos);
+    trip_seconds = seconds_since(trip_start);
   }
   close_draft();
   result.generation_seconds = seconds_since(t1);

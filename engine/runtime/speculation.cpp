@@ -39,18 +39,52 @@ std::vector<int32_t> ngram_draft(std::span<const int32_t> history, const SpecPar
   return {};
 }
 
-void DraftLength::record(size_t proposed, size_t kept) {
-  if (proposed == 0) return;
-  if (kept == proposed) {
-    limit_ = std::min(max_, std::max(limit_, 1) * 2);
-    next_pause_ = 2;
-  } else if (kept > 0) {
-    limit_ = static_cast<int>(kept) + 1;
+namespace {
+constexpr double kAverage = 0.2;  // weight of the newest sample in the moving averages
+
+void blend(double& avg, double sample) { avg = avg < 0 ? sample : avg + kAverage * (sample - avg); }
+}  // namespace
+
+size_t DraftPolicy::best_length() const {
+  if (max_ <= 0) return 0;
+  // Not measured yet: assume a row costs a tenth of a trip until a draft has been timed.
+  const double t1 = t1_ > 0 ? t1_ : 1.0, m = m_ >= 0 ? m_ : 0.1 * t1;
+  double expected = 1, term = 1, best_rate = 1.0 / t1 * 1.02;
+  size_t best = 0;
+  for (int k = 1; k <= max_; ++k) {
+    term *= accept_;
+    expected += term;
+    const double rate = expected / (t1 + k * m);
+    if (rate > best_rate) best_rate = rate, best = static_cast<size_t>(k);
+  }
+  return best;
+}
+
+size_t DraftPolicy::limit() const {
+  if (max_ <= 0) return 0;
+  if (!adapt_) return static_cast<size_t>(max_);
+  const size_t best = best_length();
+  if (best > 0) return best;
+  return pause_ > 0 ? 0 : 1;  // a trial draft now and then
+}
+
+void DraftPolicy::record(size_t rows, size_t kept, double seconds) {
+  if (rows <= 1) {
+    if (seconds > 0) blend(t1_, seconds);
+    if (pause_ > 0) --pause_;
+    return;
+  }
+  const size_t drafted = rows - 1;
+  if (seconds > 0 && t1_ > 0) blend(m_, std::max(0.0, seconds - t1_) / static_cast<double>(drafted));
+  // Each kept token is a success; the first rejected one (if any) a failure.
+  const double successes = static_cast<double>(kept), trials = successes + (kept < drafted ? 1.0 : 0.0);
+  for (double i = 0; i < trials; ++i) blend(accept_, i < successes ? 1.0 : 0.0);
+  if (best_length() > 0) {
+    pause_ = 0;  // drafting pays: draft at every token
     next_pause_ = 2;
   } else {
-    limit_ = std::max(1, limit_ / 2);
-    pause_ = next_pause_;
-    next_pause_ = std::min(64, next_pause_ * 2);
+    pause_ = next_pause_;  // it does not: the next trial after a longer pause
+    next_pause_ = std::min(128, next_pause_ * 2);
   }
 }
 

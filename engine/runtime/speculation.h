@@ -33,6 +33,9 @@ struct SpecParams {
   int draft_min = 0;   // llama-server's --draft-min: a shorter draft is not sent
   int ngram_min = 2;   // the shortest suffix that is looked up
   int ngram_max = 4;   // the longest (tried first)
+  // Adapt the draft length to measured costs and acceptance (DraftPolicy); false: always draft
+  // up to draft_max (tests that must see drafts whatever the machine's timing).
+  bool adapt = true;
   // Throws baton::Error naming the field for values out of range.
   void validate() const;
   bool enabled() const { return mode != SpecMode::kOff && draft_max > 0; }
@@ -42,25 +45,39 @@ struct SpecParams {
 // n tokens of `history`, for n from ngram_max down to ngram_min; empty when none occurs.
 std::vector<int32_t> ngram_draft(std::span<const int32_t> history, const SpecParams& params, size_t max_tokens);
 
-// How long a sequence's next draft may be, from how its drafts fared: a draft that is kept
-// whole doubles the limit (up to draft_max), a partly kept one sets it to what was kept + 1,
-// and drafts that keep nothing pause speculation for a while (2, 4, ... 64 tokens), so that on
-// text with no repetition a stream falls back to plain decoding by itself.
-class DraftLength {
+// How long a sequence's next draft should be, from what its trips through the layers cost and
+// how its drafts fared. A trip of 1 + k rows is measured to cost t1 + k * m (t1: a plain trip;
+// m: one more row, both moving averages of this sequence's own trips), and each draft token is
+// kept with probability a given the ones before it were (a moving average too). The expected
+// tokens of a trip, 1 + a + a^2 + ... + a^k, per its cost is the sequence's speed; the draft
+// length that maximises it is the limit, 0 when no draft beats a plain trip by 2 %. While
+// drafting does not pay, a draft of one token is still tried now and then (after 2, 4, ... 128
+// plain trips: the pause doubles after every trial that does not make drafting pay), so a
+// sequence whose text starts repeating finds out. On a model whose rows are cheap next to
+// reading its weights (every large one) m is small and long drafts pay at modest acceptance; on
+// a tiny model a row costs as much as the trip and speculation stops by itself.
+class DraftPolicy {
  public:
-  explicit DraftLength(int draft_max) : limit_(draft_max), max_(draft_max) {}
-  // The longest draft allowed before the next token (0: do not speculate now).
-  size_t limit() const { return pause_ > 0 ? 0 : static_cast<size_t>(limit_); }
-  // A draft of `proposed` tokens of which `kept` were kept.
-  void record(size_t proposed, size_t kept);
-  // One token was generated without a draft (counts down a pause).
-  void plain_step() {
-    if (pause_ > 0) --pause_;
-  }
+  explicit DraftPolicy(int draft_max, bool adapt = true) : max_(draft_max), adapt_(adapt) {}
+  // The longest draft to send before the next token (0: a plain trip).
+  size_t limit() const;
+  // A trip of `rows` rows (1: plain) took `seconds`; of its rows - 1 draft tokens `kept` were kept.
+  // seconds < 0: not measured (e.g. the first trip after the prompt).
+  void record(size_t rows, size_t kept, double seconds);
+
+  double acceptance() const { return accept_; }
+  double plain_seconds() const { return t1_; }
+  double row_seconds() const { return m_; }
 
  private:
-  int limit_, max_;
-  int pause_ = 0;       // tokens to generate without drafts
+  size_t best_length() const;
+
+  int max_;
+  bool adapt_;
+  double t1_ = -1;      // seconds of a plain trip (< 0: not measured yet)
+  double m_ = -1;       // seconds one more row adds (< 0: not measured yet)
+  double accept_ = 0.6; // probability a draft token is kept after the ones before it were
+  int pause_ = 0;       // plain trips to go before the next trial draft
   int next_pause_ = 2;  // doubles with every fruitless draft in a row
 };
 

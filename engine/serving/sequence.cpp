@@ -23,7 +23,7 @@ ActiveSequence::ActiveSequence(uint64_t id, std::shared_ptr<RequestHandle> handl
       detokenizer_(tokenizer),
       stop_(request_.stop),
       spec_(speculation),
-      draft_length_(speculation.draft_max),
+      draft_policy_(speculation.draft_max, speculation.adapt),
       tokens_(request_.prompt),
       n_prompt_(request_.prompt.size()),
       n_fed_(reused),
@@ -55,7 +55,7 @@ std::span<const int32_t> ActiveSequence::next_decode_tokens(size_t max_draft) {
   // k + 1 tokens, which must not pass max_tokens.
   size_t room = static_cast<size_t>(n_ctx_) - 1 - n_fed_;
   if (request_.max_tokens >= 0) room = std::min(room, static_cast<size_t>(request_.max_tokens) - n_generated_ - 1);
-  const size_t k = std::min({draft_length_.limit(), max_draft, room});
+  const size_t k = std::min({draft_policy_.limit(), max_draft, room});
   if (k == 0) return verify_;
   auto draft = ngram_draft(tokens_, spec_, k);
   if (draft.empty() || draft.size() < static_cast<size_t>(spec_.draft_min)) return verify_;
@@ -65,6 +65,8 @@ std::span<const int32_t> ActiveSequence::next_decode_tokens(size_t max_draft) {
 
 bool ActiveSequence::accept_verified(std::span<const float> logits, size_t n_vocab, size_t& generated) {
   const size_t rows = verify_.size();
+  // One trip of this sequence: from its last token (the end of its previous trip) to now.
+  const double trip_seconds = n_generated_ > 0 ? seconds(Clock::now() - last_token_) : -1;
   size_t kept = 0;
   bool ended = false;
   generated = 0;
@@ -79,10 +81,8 @@ bool ActiveSequence::accept_verified(std::span<const float> logits, size_t n_voc
     spec_counters_.drafted += rows - 1;
     spec_counters_.accepted += kept;
     ++spec_counters_.passes;
-    draft_length_.record(rows - 1, kept);
-  } else {
-    draft_length_.plain_step();
   }
+  draft_policy_.record(rows, kept, trip_seconds);
   return ended;
 }
 

@@ -103,7 +103,7 @@ class ActiveSequence {
   std::optional<grammar::TokenConstraint> constraint_;  // when the request has a grammar
   std::vector<float> masked_;                           // scratch: the logits after the grammar mask
   SpecParams spec_;                                     // the server's, with the request's overrides
-  DraftLength draft_length_;
+  DraftPolicy draft_policy_;
   std::vector<int32_t> verify_;                         // the unfed token + its draft, while in flight
   SpecCounters spec_counters_;
 

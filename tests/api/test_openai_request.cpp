@@ -65,6 +65,21 @@ TEST_CASE("request fields are read with their precedence and conversions", "[api
   CHECK(c.engine.stop == std::vector<std::string>{"a"});  // empty stop strings are dropped
 }
 
+TEST_CASE("speculative n_max and n_min are read as llama-server's dotted keys or one object", "[api]") {
+  auto dotted = parse_generation_request(R"({"prompt":"hi","speculative.n_max":3,"speculative.n_min":1})",
+                                         Endpoint::kCompletions, 1);
+  CHECK(dotted.engine.draft_max == 3);
+  CHECK(dotted.engine.draft_min == 1);
+  auto object = parse_generation_request(R"({"prompt":"hi","speculative":{"n_max":0}})", Endpoint::kCompletions, 1);
+  CHECK(object.engine.draft_max == 0);
+  CHECK(object.engine.draft_min == -1);  // the server's
+  auto absent = parse_generation_request(R"({"prompt":"hi"})", Endpoint::kCompletions, 1);
+  CHECK(absent.engine.draft_max == -1);
+  CHECK_THROWS_AS(parse_generation_request(R"({"prompt":"hi","speculative.n_max":65})", Endpoint::kCompletions, 1),
+                  ApiError);
+  CHECK_THROWS_AS(parse_generation_request(R"({"prompt":"hi","speculative":3})", Endpoint::kCompletions, 1), ApiError);
+}
+
 TEST_CASE("logit_bias is read in OpenAI's object and llama-server's pair forms, false bans", "[api]") {
   auto r = parse_generation_request(R"({"prompt":"x","logit_bias":{"15":2.5,"3":false}})", Endpoint::kCompletions, 1);
   using Bias = std::vector<std::pair<int32_t, float>>;

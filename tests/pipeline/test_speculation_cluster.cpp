@@ -77,7 +77,7 @@ TEST_CASE("speculative decoding on 2 and 3 real workers is bitwise one process w
       GenerateOptions go = test::greedy_options(40, 3);
       go.sampling.temperature = t == 0 ? 0.0f : 0.9f;
       go.sampling.seed = 4;
-      go.speculation = SpecParams{.mode = SpecMode::kNgram};
+      go.speculation = SpecParams{.mode = SpecMode::kNgram, .adapt = false};
       Generator g(cluster->head(), cluster->layers());
       const auto got = g.generate(1, prompt, go);
       REQUIRE(got.steps.size() == want[t].steps.size());
@@ -98,6 +98,7 @@ TEST_CASE("speculative decoding on 2 and 3 real workers is bitwise one process w
     // The server's scheduler on the chain: three requests at once, speculation on.
     serving::SchedulerOptions so;
     so.slots = 3;
+    so.speculation.adapt = false;
     serving::Scheduler scheduler(cluster->head(), cluster->layers(), cluster->tokenizer(), so);
     std::vector<std::shared_ptr<serving::RequestHandle>> handles;
     for (int i = 0; i < 3; ++i) {

@@ -54,8 +54,9 @@ baton::ClusterConfig failover_config(uint16_t control_port, int min_nodes, const
 }
 
 struct Served {
-  Served(const baton::ClusterConfig& config, int64_t n_ctx) {
+  Served(const baton::ClusterConfig& config, int64_t n_ctx, bool fixed_drafts = false) {
     baton::api::ServeOptions so;
+    so.scheduler.speculation.adapt = !fixed_drafts;  // drafts whatever the timing: the test must see them
     so.threads = 1;
     so.n_ctx = n_ctx;
     so.scheduler.slots = 2;
@@ -298,7 +299,7 @@ TEST_CASE("failover: a worker lost while speculative verification passes are in 
           "[registry]") {
   const uint16_t port = baton::test::free_loopback_port();
   auto w1 = join("w1", port), w2 = join("w2", port), w3 = join("w3", port);
-  Served s(failover_config(port, 3, baton::test::temp_dir() + "/failover-spec.json"), 512);
+  Served s(failover_config(port, 3, baton::test::temp_dir() + "/failover-spec.json"), 512, true);
   REQUIRE(s.model->plan().size() == 3);
   std::string story;
   for (int i = 0; i < 4; ++i) story += "Once upon a time there was a little girl who liked to play in the park. ";
