@@ -45,11 +45,13 @@ constexpr double kAverage = 0.2;  // weight of the newest sample in the moving a
 void blend(double& avg, double sample) { avg = avg < 0 ? sample : avg + kAverage * (sample - avg); }
 }  // namespace
 
-size_t DraftPolicy::best_length() const {
+size_t DraftPolicy::best_length(size_t sharing) const {
   if (max_ <= 0) return 0;
-  // Not measured yet: assume a row costs a tenth of a trip until a draft has been timed.
-  const double t1 = t1_ > 0 ? t1_ : 1.0, m = m_ >= 0 ? m_ : 0.1 * t1;
-  double expected = 1, term = 1, best_rate = 1.0 / t1 * 1.02;
+  // Not measured yet: assume a row costs a quarter of a trip until a draft has been timed (the
+  // first draft is then one token: cheap to learn from on a model whose rows are dear).
+  const double t1 = t1_ > 0 ? t1_ : 1.0, m = m_ >= 0 ? m_ : 0.25 * t1;
+  const double n = static_cast<double>(std::max<size_t>(1, sharing));
+  double expected = n, term = 1, best_rate = n / t1 * 1.02;
   size_t best = 0;
   for (int k = 1; k <= max_; ++k) {
     term *= accept_;
@@ -60,11 +62,12 @@ size_t DraftPolicy::best_length() const {
   return best;
 }
 
-size_t DraftPolicy::limit() const {
+size_t DraftPolicy::limit(size_t sharing) const {
   if (max_ <= 0) return 0;
   if (!adapt_) return static_cast<size_t>(max_);
-  const size_t best = best_length();
+  const size_t best = best_length(sharing);
   if (best > 0) return best;
+  if (sharing > 1 && best_length(1) > 0) return 0;  // it would pay alone, not in this crowd
   return pause_ > 0 ? 0 : 1;  // a trial draft now and then
 }
 
@@ -79,7 +82,7 @@ void DraftPolicy::record(size_t rows, size_t kept, double seconds) {
   // Each kept token is a success; the first rejected one (if any) a failure.
   const double successes = static_cast<double>(kept), trials = successes + (kept < drafted ? 1.0 : 0.0);
   for (double i = 0; i < trials; ++i) blend(accept_, i < successes ? 1.0 : 0.0);
-  if (best_length() > 0) {
+  if (best_length(1) > 0) {
     pause_ = 0;  // drafting pays: draft at every token
     next_pause_ = 2;
   } else {

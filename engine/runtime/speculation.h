@@ -59,8 +59,10 @@ std::vector<int32_t> ngram_draft(std::span<const int32_t> history, const SpecPar
 class DraftPolicy {
  public:
   explicit DraftPolicy(int draft_max, bool adapt = true) : max_(draft_max), adapt_(adapt) {}
-  // The longest draft to send before the next token (0: a plain trip).
-  size_t limit() const;
+  // The longest draft to send before the next token (0: a plain trip). `sharing`: decoders in the
+  // pass; each draft row slows all of them, so a draft must gain n times its rows' cost: the k
+  // that maximises (n + a + ... + a^k) / (t1 + k m).
+  size_t limit(size_t sharing = 1) const;
   // A trip of `rows` rows (1: plain) took `seconds`; of its rows - 1 draft tokens `kept` were kept.
   // seconds < 0: not measured (e.g. the first trip after the prompt).
   void record(size_t rows, size_t kept, double seconds);
@@ -70,13 +72,13 @@ class DraftPolicy {
   double row_seconds() const { return m_; }
 
  private:
-  size_t best_length() const;
+  size_t best_length(size_t sharing) const;
 
   int max_;
   bool adapt_;
   double t1_ = -1;      // seconds of a plain trip (< 0: not measured yet)
   double m_ = -1;       // seconds one more row adds (< 0: not measured yet)
-  double accept_ = 0.6; // probability a draft token is kept after the ones before it were
+  double accept_ = 0.5; // probability a draft token is kept after the ones before it were
   int pause_ = 0;       // plain trips to go before the next trial draft
   int next_pause_ = 2;  // doubles with every fruitless draft in a row
 };

@@ -296,10 +296,10 @@ void Scheduler::submit_passes() {
   for (size_t g = 0; g < static_cast<size_t>(n_free); ++g) {
     auto pass = std::make_unique<Pass>();
     size_t budget = n_batch;
-    auto add_decoder = [&](ActiveSequence& seq, size_t max_draft) {
+    auto add_decoder = [&](ActiveSequence& seq, size_t max_draft, size_t sharing) {
       if (seq.prefilling() || seq.n_unfed() != 1) return false;  // a rebuilt sequence replays one by one
       if (budget == 0) return true;
-      auto tokens = seq.next_decode_tokens(std::min(max_draft, budget - 1));
+      auto tokens = seq.next_decode_tokens(std::min(max_draft, budget - 1), sharing);
       for (size_t k = 0; k < tokens.size(); ++k) {
         const size_t pos = static_cast<size_t>(seq.next_position()) + k;
         pass->batch.add(seq.id(), static_cast<int32_t>(pos), true, RowHint{}.encode());
@@ -336,7 +336,7 @@ void Scheduler::submit_passes() {
       const size_t max_draft =
           in_group <= static_cast<size_t>(options_.spec_max_decoders) ? SIZE_MAX : 0;
       for (size_t i = g; i < decoders.size(); i += n_decode_groups)
-        if (!add_decoder(*decoders[i], max_draft)) add(*decoders[i]);
+        if (!add_decoder(*decoders[i], max_draft, in_group)) add(*decoders[i]);
     };
     auto add_prefills = [&] {
       for (ActiveSequence* seq : prefills)

@@ -48,14 +48,14 @@ std::vector<int32_t> ActiveSequence::reusable_tokens(size_t n_batch) const {
   return std::vector<int32_t>(tokens_.begin(), tokens_.begin() + static_cast<ptrdiff_t>(n));
 }
 
-std::span<const int32_t> ActiveSequence::next_decode_tokens(size_t max_draft) {
+std::span<const int32_t> ActiveSequence::next_decode_tokens(size_t max_draft, size_t sharing) {
   verify_.assign(1, tokens_[n_fed_]);
   if (!spec_.enabled() || n_unfed() != 1) return verify_;
   // Room: every draft row needs a position in the context, and a pass of k drafts may give
   // k + 1 tokens, which must not pass max_tokens.
   size_t room = static_cast<size_t>(n_ctx_) - 1 - n_fed_;
   if (request_.max_tokens >= 0) room = std::min(room, static_cast<size_t>(request_.max_tokens) - n_generated_ - 1);
-  const size_t k = std::min({draft_policy_.limit(), max_draft, room});
+  const size_t k = std::min({draft_policy_.limit(sharing), max_draft, room});
   if (k == 0) return verify_;
   auto draft = ngram_draft(tokens_, spec_, k);
   if (draft.empty() || draft.size() < static_cast<size_t>(spec_.draft_min)) return verify_;

@@ -49,7 +49,8 @@ class ActiveSequence {
   // draft of at most max_draft tokens when speculation is on and a draft is found (all rows
   // want logits, each computed with the single-row numerics). Call only when !prefilling() and
   // n_unfed() == 1. The span stays valid until the pass has been finished (accept_verified).
-  std::span<const int32_t> next_decode_tokens(size_t max_draft);
+  // `sharing`: the decoders in that pass (a draft row slows each of them).
+  std::span<const int32_t> next_decode_tokens(size_t max_draft, size_t sharing = 1);
   // The numerics hint of the token at `pos` (a prompt row: its chunk's; a generated one: alone).
   uint8_t row_hint(size_t pos, size_t n_batch) const;
   // The next up to `max` unfed tokens and the position of the first of them.

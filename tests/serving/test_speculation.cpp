@@ -172,6 +172,14 @@ TEST_CASE("draft policy: long drafts when rows are cheap and drafts kept, none b
     CHECK(gaps.back() >= 64);
     for (size_t i = 1; i + 1 < gaps.size(); ++i) CHECK(gaps[i + 1] >= gaps[i]);
   }
+  // Shared passes: a draft row slows every decoder in the pass, so a draft that pays for a stream
+  // alone (a row costs 10 % of a trip, a third of the draft tokens kept) is not sent among four.
+  DraftPolicy shared(16);
+  shared.record(1, 0, 0.010);
+  for (int i = 0; i < 40; ++i) shared.record(4, i % 2, 0.013);
+  CHECK(shared.acceptance() < 0.45);
+  CHECK(shared.limit(1) > 0);
+  CHECK(shared.limit(4) == 0);
   DraftPolicy off(0);
   CHECK(off.limit() == 0);
 
