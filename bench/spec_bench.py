@@ -108,18 +108,19 @@ def main():
         cluster = Cluster(args, tmp) if args.workers > 0 else None
         where = ["--config", cluster.config] if cluster else ["-m", args.model]
         results = {name: {"off": [], "ngram": []} for name in prompts(args)}
-        for r in range(args.rounds):
-            print(f"round {r + 1} {time.strftime('%H:%M:%S', time.gmtime())} load {os.getloadavg()[0]:.1f}",
-                  file=sys.stderr)
-            for name, prompt in prompts(args).items():
-                for spec in ("off", "ngram"):
-                    if cluster:
-                        cluster.start()
-                    try:
+        # The workers stay up for every run (each engine-run loads them anew and lets them go).
+        if cluster:
+            cluster.start()
+        try:
+            for r in range(args.rounds):
+                print(f"round {r + 1} {time.strftime('%H:%M:%S', time.gmtime())} load {os.getloadavg()[0]:.1f}",
+                      file=sys.stderr)
+                for name, prompt in prompts(args).items():
+                    for spec in ("off", "ngram"):
                         results[name][spec].append(run(args, where, prompt, spec))
-                    finally:
-                        if cluster:
-                            cluster.stop()
+        finally:
+            if cluster:
+                cluster.stop()
         setting = f"{args.workers} workers" if args.workers else "one process"
         if args.delay_ms:
             setting += f" + {args.delay_ms} ms relays"

@@ -104,13 +104,15 @@ class Bench {
   }
 
   // Seconds for n speculative verification passes of `rows` tokens each (a generated token and
-  // its draft: single-row numerics, logits of every row), after the context.
+  // its draft: single-row numerics, logits of every row), after the context. Pass i starts at
+  // position depth + i, as a generated token would (the draft's rows are rewritten by the next
+  // pass), so that tv and tg read the same contexts.
   double verify(int n, int rows) {
     auto tokens = random_tokens(n * rows);
     auto t0 = Clock::now();
     for (int i = 0; i < n; ++i) {
       baton::TokenBatch batch;
-      for (int j = 0; j < rows; ++j) batch.add(1, depth_ + i * rows + j, true, baton::RowHint{}.encode());
+      for (int j = 0; j < rows; ++j) batch.add(1, depth_ + i + j, true, baton::RowHint{}.encode());
       run(batch, std::span<const int32_t>(&tokens[static_cast<size_t>(i * rows)], static_cast<size_t>(rows)));
     }
     return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -259,7 +261,7 @@ int main(int argc, char** argv) {
       if (o.mmap) lo.placement = baton::WeightPlacement::kMapped;
       const int max_rows = o.verify_rows.empty() ? 1 : *std::max_element(o.verify_rows.begin(), o.verify_rows.end());
       int max_tokens = std::max(*std::max_element(o.n_prompt.begin(), o.n_prompt.end()),
-                                *std::max_element(o.n_gen.begin(), o.n_gen.end()) * max_rows);
+                                *std::max_element(o.n_gen.begin(), o.n_gen.end()) + max_rows);
       lo.n_ctx = std::max(256, *std::max_element(o.n_depth.begin(), o.n_depth.end()) + max_tokens + 16);
       std::unique_ptr<baton::LocalModel> local;
       std::unique_ptr<baton::pipeline::Cluster> cluster;
