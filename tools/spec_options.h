@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "engine/base/error.h"
 #include "engine/runtime/speculation.h"
 
 namespace baton::tools {
@@ -13,12 +14,16 @@ namespace baton::tools {
 // apply_spec_options() after parsing.
 struct SpecOptions {
   std::string mode = "ngram";
+  std::string model_draft;  // --model-draft: implies --spec draft
   SpecParams params;
 
   void add_to(CLI::App& app) {
     app.add_option("--spec", mode,
-                   "speculative decoding: ngram (drafts from earlier text; the same output, fewer passes) or off")
+                   "speculative decoding: ngram (drafts from earlier text), draft (from --model-draft) or off; "
+                   "the same output, fewer passes")
         ->capture_default_str();
+    app.add_option("--model-draft", model_draft,
+                   "a smaller GGUF of the same vocabulary that proposes drafts, run by this process (implies --spec draft)");
     app.add_option("--draft-max,--draft,--draft-n", params.draft_max,
                    "draft tokens per pass at most (0: no speculation)")
         ->capture_default_str()
@@ -36,7 +41,8 @@ struct SpecOptions {
   // Throws baton::Error for an unknown mode or inconsistent values.
   SpecParams resolve() const {
     SpecParams p = params;
-    p.mode = parse_spec_mode(mode);
+    p.mode = model_draft.empty() ? parse_spec_mode(mode) : SpecMode::kDraft;
+    if (p.mode == SpecMode::kDraft && model_draft.empty()) fail("--spec draft needs --model-draft FILE");
     p.validate();
     return p;
   }

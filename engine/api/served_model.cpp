@@ -14,6 +14,7 @@
 #include "engine/api/local_cluster_view.h"
 #include "engine/api/static_cluster_view.h"
 #include "engine/registry/dynamic_cluster.h"
+#include "engine/runtime/draft_model.h"
 
 namespace baton::api {
 
@@ -86,9 +87,29 @@ struct ServedModel::Parts {
   std::unique_ptr<LocalClusterView> local_view;
   std::unique_ptr<StaticClusterView> static_view;
   std::unique_ptr<Replanner> replanner;  // stopped before the scheduler
+  std::unique_ptr<DraftModel> draft;     // --model-draft, in this process
 };
 
 namespace {
+
+// The scheduler's options, with the draft model (--model-draft) loaded into `slot` when asked
+// for: it keeps a KV slot per scheduler slot, on as many threads as the layers.
+serving::SchedulerOptions scheduler_options(const ServeOptions& options, std::unique_ptr<DraftModel>& slot,
+                                            const tokenizer::Tokenizer& target, int64_t n_ctx) {
+  serving::SchedulerOptions so = options.scheduler;
+  if (options.model_draft.empty()) {
+    if (so.speculation.mode == SpecMode::kDraft) fail("--spec draft needs --model-draft FILE");
+    return so;
+  }
+  LocalModelOptions lo;
+  lo.threads = options.threads;
+  lo.n_ctx = n_ctx;
+  lo.max_sequences = so.slots;
+  slot = std::make_unique<DraftModel>(options.model_draft, lo, target);
+  so.speculation.mode = SpecMode::kDraft;
+  so.draft_model = slot.get();
+  return so;
+}
 
 // llama_ftype names (general.file_type).
 std::string file_type_name(uint64_t ftype) {
@@ -165,8 +186,9 @@ std::unique_ptr<ServedModel> ServedModel::open_local(const std::string& path, co
   s->tokenizer_ = &model->tokenizer();
   s->init_common(*model->file(), model->config(), options, model->layers().n_ctx(),
                  std::filesystem::path(path).stem().string());
-  s->scheduler_ = std::make_unique<serving::Scheduler>(model->head(), model->layers(), model->tokenizer(),
-                                                       options.scheduler);
+  s->scheduler_ = std::make_unique<serving::Scheduler>(
+      model->head(), model->layers(), model->tokenizer(),
+      scheduler_options(options, s->parts_->draft, model->tokenizer(), model->layers().n_ctx()));
   NodeView node;
   node.id = "coordinator";
   node.role = "coordinator";
@@ -199,8 +221,9 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
     s->init_common(*dyn.file(), dyn.model_config(), options, dyn.n_ctx(),
                    std::filesystem::path(config.model).stem().string());
     s->parts_->guard = std::make_unique<GuardedLayers>(dyn.layers());
-    auto& sched = *(s->scheduler_ = std::make_unique<serving::Scheduler>(dyn.head(), *s->parts_->guard,
-                                                                         dyn.tokenizer(), options.scheduler));
+    auto& sched = *(s->scheduler_ = std::make_unique<serving::Scheduler>(
+                        dyn.head(), *s->parts_->guard, dyn.tokenizer(),
+                        scheduler_options(options, s->parts_->draft, dyn.tokenizer(), dyn.n_ctx())));
     Replanner::refuse_while_unservable(dyn, sched);
     sched.set_runner_repair([&dyn](const std::string& error) { return dyn.recover(error); });
     s->parts_->replanner = std::make_unique<Replanner>(dyn, sched);
@@ -212,8 +235,9 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
   s->init_common(*cluster->file(), cluster->config(), options, cluster->n_ctx(),
                  std::filesystem::path(config.model).stem().string());
   s->parts_->guard = std::make_unique<GuardedLayers>(cluster->layers());
-  s->scheduler_ = std::make_unique<serving::Scheduler>(cluster->head(), *s->parts_->guard, cluster->tokenizer(),
-                                                       options.scheduler);
+  s->scheduler_ = std::make_unique<serving::Scheduler>(
+      cluster->head(), *s->parts_->guard, cluster->tokenizer(),
+      scheduler_options(options, s->parts_->draft, cluster->tokenizer(), cluster->n_ctx()));
   NodeView node;
   node.id = "coordinator";
   node.role = "coordinator";

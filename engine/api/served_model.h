@@ -44,6 +44,7 @@ struct ServeOptions {
   std::string alias;                    // model id; "" = file stem
   std::string chat_template;            // by name; "" = the model's own
   serving::SchedulerOptions scheduler;  // slots, queue limit, n_batch
+  std::string model_draft;              // --model-draft: drafts for scheduler.speculation's kDraft
   int threads = 0;                      // <= 0: all cores
   int64_t n_ctx = 0;                    // <= 0: the model's, capped at 4096
   WeightPlacement placement = WeightPlacement::kResident;  // local mode (--mmap: kMapped)

@@ -5,6 +5,7 @@
 
 #include "engine/base/error.h"
 #include "engine/model/row_hint.h"
+#include "engine/runtime/draft_model.h"
 #include "engine/runtime/prompt_runner.h"
 
 namespace baton {
@@ -70,6 +71,8 @@ GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> p
   result.finish_reason = "length";
   const SpecParams& spec = options.speculation;
   if (spec.enabled()) spec.validate();
+  if (spec.enabled() && spec.mode == SpecMode::kDraft && !options.draft_model)
+    fail("speculation mode 'draft' needs a draft model (--model-draft)");
   DraftPolicy policy(spec.draft_max, spec.adapt);
   double trip_seconds = -1;     // the last trip's wall time
   const size_t n_vocab = static_cast<size_t>(head_.n_vocab());
@@ -114,19 +117,21 @@ GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> p
       continue;
     }
     close_draft();
+    const auto trip_start = std::chrono::steady_clock::now();  // drafting is part of the trip
     const int32_t pos = static_cast<int32_t>(history.size() - 1);
     verify.assign(1, step.token);
     if (spec.enabled()) {
       size_t room = static_cast<size_t>(n_ctx - 1 - pos);
       if (options.n_predict >= 0) room = std::min(room, static_cast<size_t>(options.n_predict - i - 2));
       const size_t k = std::min(policy.limit(), room);
-      auto draft = k > 0 ? ngram_draft(history, spec, k) : std::vector<int32_t>{};
+      std::vector<int32_t> draft;
+      if (k > 0)
+        draft = spec.mode == SpecMode::kDraft ? options.draft_model->propose(seq_id, history, k) : ngram_draft(history, spec, k);
       if (!draft.empty() && draft.size() >= static_cast<size_t>(spec.draft_min))
         verify.insert(verify.end(), draft.begin(), draft.end());
     }
     row = 0, kept = 0;
     ++result.decode_passes;
-    const auto trip_start = std::chrono::steady_clock::now();
     if (verify.size() == 1)
       run_tokens(seq_id, verify, pos, true);
     else
@@ -135,6 +140,7 @@ GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> p
   }
   close_draft();
   result.generation_seconds = seconds_since(t1);
+  if (options.draft_model) options.draft_model->forget(seq_id);
   layers_.reset_sequence(seq_id);
   return result;
 }

@@ -17,6 +17,8 @@
 
 namespace baton {
 
+class DraftModel;  // engine/runtime/draft_model.h
+
 struct GenerateOptions {
   int32_t n_predict = 64;         // < 0: until end of generation or the context is full
   SamplerParams sampling;
@@ -29,6 +31,7 @@ struct GenerateOptions {
   // Speculative decoding by n-gram lookup (engine/runtime/speculation.h): the same tokens and
   // log-probabilities, fewer passes when the text repeats. Off unless asked for.
   SpecParams speculation{.mode = SpecMode::kOff};
+  DraftModel* draft_model = nullptr;  // required by SpecMode::kDraft; not owned
 };
 
 struct GeneratedStep {

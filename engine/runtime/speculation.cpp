@@ -8,11 +8,14 @@ namespace baton {
 
 SpecMode parse_spec_mode(const std::string& name) {
   if (name == "ngram") return SpecMode::kNgram;
+  if (name == "draft") return SpecMode::kDraft;
   if (name == "off" || name == "none") return SpecMode::kOff;
-  fail("unknown speculation mode '{}' (expected ngram or off)", name);
+  fail("unknown speculation mode '{}' (expected ngram, draft or off)", name);
 }
 
-const char* spec_mode_name(SpecMode mode) { return mode == SpecMode::kNgram ? "ngram" : "off"; }
+const char* spec_mode_name(SpecMode mode) {
+  return mode == SpecMode::kNgram ? "ngram" : mode == SpecMode::kDraft ? "draft" : "off";
+}
 
 void SpecParams::validate() const {
   if (draft_max < 0 || draft_max > 64) fail("draft-max must be within [0, 64] (got {})", draft_max);

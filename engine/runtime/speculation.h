@@ -21,9 +21,9 @@
 
 namespace baton {
 
-enum class SpecMode { kOff, kNgram };
+enum class SpecMode { kOff, kNgram, kDraft };  // kDraft: a DraftModel (engine/runtime/draft_model.h)
 
-// Throws baton::Error for anything but "off" / "ngram" (and "none", llama.cpp's word for off).
+// Throws baton::Error for anything but "off" / "ngram" / "draft" (and "none", llama.cpp's word for off).
 SpecMode parse_spec_mode(const std::string& name);
 const char* spec_mode_name(SpecMode mode);
 

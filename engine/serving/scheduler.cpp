@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <future>
 
+#include "engine/runtime/draft_model.h"
 #include "engine/runtime/prompt_pieces.h"
 #include "engine/serving/sequence.h"
 
@@ -47,6 +48,8 @@ Scheduler::Scheduler(ModelHead& head, LayerRunner& layers, const tokenizer::Toke
   if (options_.prefill_chunk < 0)
     fail("SchedulerOptions::prefill_chunk must not be negative (got {})", options_.prefill_chunk);
   options_.speculation.validate();
+  if (options_.speculation.enabled() && options_.speculation.mode == SpecMode::kDraft && !options_.draft_model)
+    fail("speculation mode 'draft' needs a draft model (--model-draft)");
   if (options_.spec_max_decoders < 0)
     fail("SchedulerOptions::spec_max_decoders must not be negative (got {})", options_.spec_max_decoders);
   if (layers_.max_in_flight() < 1)
@@ -238,7 +241,8 @@ std::unique_ptr<ActiveSequence> Scheduler::start_sequence(Queued& q) {
   }
   const SpecParams spec = speculation_for(q.request);
   return std::make_unique<ActiveSequence>(hit ? hit->seq_id : next_seq_id_++, q.handle, std::move(q.request),
-                                          tokenizer_, n_ctx_, q.submitted, hit ? hit->start : 0, spec);
+                                          tokenizer_, n_ctx_, q.submitted, hit ? hit->start : 0, spec,
+                                          options_.draft_model);
 }
 
 void Scheduler::forget_cached_prefixes() {
@@ -451,6 +455,7 @@ void Scheduler::end(ActiveSequence& seq, const std::string& reason, const std::s
     }
   }
   publish_cache_stats();
+  if (options_.draft_model) options_.draft_model->forget(seq.id());
   {
     std::lock_guard lock(mutex_);
     --stats_.active;

@@ -33,6 +33,10 @@
 #include "engine/serving/prefix_cache.h"
 #include "engine/tokenizer/tokenizer.h"
 
+namespace baton {
+class DraftModel;  // engine/runtime/draft_model.h
+}
+
 namespace baton::grammar {
 struct CompiledConstraint;
 }
@@ -142,6 +146,7 @@ struct SchedulerOptions {
   // passes: with more than spec_max_decoders decoders in a pass none is sent.
   SpecParams speculation;
   int spec_max_decoders = 4;
+  DraftModel* draft_model = nullptr;  // SpecMode::kDraft's drafts (not owned; outlives the scheduler)
 };
 
 struct SchedulerStats {

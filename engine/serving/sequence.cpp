@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/runtime/draft_model.h"
 #include "engine/runtime/prompt_pieces.h"
 #include "engine/sampling/logprobs.h"
 
@@ -13,7 +14,7 @@ double seconds(ActiveSequence::Clock::duration d) { return std::chrono::duration
 
 ActiveSequence::ActiveSequence(uint64_t id, std::shared_ptr<RequestHandle> handle, CompletionRequest request,
                                const tokenizer::Tokenizer& tokenizer, int64_t n_ctx, Clock::time_point submitted,
-                               size_t reused, const SpecParams& speculation)
+                               size_t reused, const SpecParams& speculation, DraftModel* draft_model)
     : id_(id),
       handle_(std::move(handle)),
       request_(std::move(request)),
@@ -23,6 +24,7 @@ ActiveSequence::ActiveSequence(uint64_t id, std::shared_ptr<RequestHandle> handl
       detokenizer_(tokenizer),
       stop_(request_.stop),
       spec_(speculation),
+      draft_model_(draft_model),
       draft_policy_(speculation.draft_max, speculation.adapt),
       tokens_(request_.prompt),
       n_prompt_(request_.prompt.size()),
@@ -57,7 +59,8 @@ std::span<const int32_t> ActiveSequence::next_decode_tokens(size_t max_draft, si
   if (request_.max_tokens >= 0) room = std::min(room, static_cast<size_t>(request_.max_tokens) - n_generated_ - 1);
   const size_t k = std::min({draft_policy_.limit(sharing), max_draft, room});
   if (k == 0) return verify_;
-  auto draft = ngram_draft(tokens_, spec_, k);
+  auto draft = spec_.mode == SpecMode::kDraft && draft_model_ ? draft_model_->propose(id_, tokens_, k)
+                                                             : ngram_draft(tokens_, spec_, k);
   if (draft.empty() || draft.size() < static_cast<size_t>(spec_.draft_min)) return verify_;
   verify_.insert(verify_.end(), draft.begin(), draft.end());
   return verify_;

@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
   so.scheduler.cache_prompt = !no_cache_prompt;
   try {
     so.scheduler.speculation = spec.resolve();
+    so.model_draft = spec.model_draft;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -18,6 +18,7 @@
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/pipeline/cluster.h"
+#include "engine/runtime/draft_model.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/local_model.h"
 #include "conversation.h"
@@ -91,6 +92,14 @@ int run(const Options& o) {
   const auto& tok = cluster ? cluster->tokenizer() : local->tokenizer();
   baton::ModelHead& head = cluster ? cluster->head() : local->head();
   baton::LayerRunner& layers = cluster ? static_cast<baton::LayerRunner&>(cluster->layers()) : local->layers();
+  const baton::SpecParams spec = o.spec.resolve();
+  std::unique_ptr<baton::DraftModel> draft;
+  if (!o.spec.model_draft.empty()) {
+    baton::LocalModelOptions dlo;
+    dlo.threads = o.threads;
+    dlo.n_ctx = layers.n_ctx();
+    draft = std::make_unique<baton::DraftModel>(o.spec.model_draft, dlo, tok);
+  }
   if (o.conversation) {
     baton::ConversationOptions co;
     co.system_prompt = o.system_prompt;
@@ -99,7 +108,8 @@ int run(const Options& o) {
     co.generate.sampling = o.sampling;
     co.ignore_eos = o.ignore_eos;
     co.generate.sampling.seed = o.seed < 0 ? std::random_device{}() : static_cast<uint32_t>(o.seed);
-    co.generate.speculation = o.spec.resolve();
+    co.generate.speculation = spec;
+    co.generate.draft_model = draft.get();
     return baton::run_conversation(cluster ? *cluster->file() : *local->file(), tok, head, layers, co);
   }
   std::vector<int32_t> prompt_tokens = tok.encode(prompt, !o.no_bos, o.special);
@@ -116,7 +126,8 @@ int run(const Options& o) {
   go.n_top_logprobs = o.json ? static_cast<size_t>(o.top_logprobs) : 0;
   go.n_batch = o.n_batch;
   go.prefill_chunk = o.prefill_chunk;
-  go.speculation = o.spec.resolve();
+  go.speculation = spec;
+  go.draft_model = draft.get();
   if (!o.ignore_eos) go.is_end_of_generation = [&tok](int32_t id) { return tok.is_eog(id); };
 
   baton::Generator generator(head, layers);
