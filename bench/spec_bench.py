@@ -87,6 +87,8 @@ def run(args, where, prompt, spec):
     cmd = [os.path.join(BIN, "engine-run"), *where, "-p", prompt, "-n", str(args.n_predict), "--temp", "0",
            "--ignore-eos", "--json", "--top-logprobs", "0", "--spec", spec, "--draft-max", str(args.draft_max),
            "-t", str(args.threads)]
+    if spec == "draft":
+        cmd += ["--model-draft", args.model_draft]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"engine-run failed ({out.returncode}): {out.stderr[-500:]}")
@@ -103,11 +105,13 @@ def main():
     ap.add_argument("--draft-max", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--prompt-file")
+    ap.add_argument("--model-draft", help="also run --spec draft with this draft model (run by engine-run itself)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cluster = Cluster(args, tmp) if args.workers > 0 else None
         where = ["--config", cluster.config] if cluster else ["-m", args.model]
-        results = {name: {"off": [], "ngram": []} for name in prompts(args)}
+        modes = ["off", "ngram"] + (["draft"] if args.model_draft else [])
+        results = {name: {m: [] for m in modes} for name in prompts(args)}
         # The workers stay up for every run (each engine-run loads them anew and lets them go).
         if cluster:
             cluster.start()
@@ -116,7 +120,7 @@ def main():
                 print(f"round {r + 1} {time.strftime('%H:%M:%S', time.gmtime())} load {os.getloadavg()[0]:.1f}",
                       file=sys.stderr)
                 for name, prompt in prompts(args).items():
-                    for spec in ("off", "ngram"):
+                    for spec in modes:
                         results[name][spec].append(run(args, where, prompt, spec))
         finally:
             if cluster:
@@ -126,22 +130,25 @@ def main():
             setting += f" + {args.delay_ms} ms relays"
         print(f"model {os.path.basename(args.model)}, {setting}, {args.threads} thread(s) each, "
               f"greedy, {args.n_predict} tokens, draft-max {args.draft_max}")
-        print("| prompt | off (t/s) | ngram (t/s) | ratio | drafts kept | tokens per trip |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        if args.model_draft:
+            print(f"draft model {os.path.basename(args.model_draft)}")
+        print("| prompt | mode | off (t/s) | on (t/s) | ratio | drafts kept | tokens per trip |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
         failed = False
+        rate = lambda x: x["timings"]["generated_tokens_per_second"]
         for name, runs in results.items():
-            for off, on in zip(runs["off"], runs["ngram"]):
-                if off["tokens"] != on["tokens"]:
-                    print(f"MISMATCH on {name}: speculation changed the tokens", file=sys.stderr)
-                    failed = True
-            rate = lambda x: x["timings"]["generated_tokens_per_second"]
-            t_off = statistics.median(rate(x) for x in runs["off"])
-            t_on = statistics.median(rate(x) for x in runs["ngram"])
-            ratio = statistics.median(rate(b) / rate(a) for a, b in zip(runs["off"], runs["ngram"]))
-            last = runs["ngram"][-1]["timings"]
-            kept = f"{last['draft_n_accepted']}/{last['draft_n']}" if last["draft_n"] else "0/0"
-            trip = (len(runs["ngram"][-1]["tokens"]) - 1) / max(1, last["decode_passes"])
-            print(f"| {name} | {t_off:.1f} | {t_on:.1f} | {ratio:.2f} | {kept} | {trip:.2f} |")
+            for mode in modes[1:]:
+                for off, on in zip(runs["off"], runs[mode]):
+                    if off["tokens"] != on["tokens"]:
+                        print(f"MISMATCH on {name} ({mode}): speculation changed the tokens", file=sys.stderr)
+                        failed = True
+                t_off = statistics.median(rate(x) for x in runs["off"])
+                t_on = statistics.median(rate(x) for x in runs[mode])
+                ratio = statistics.median(rate(b) / rate(a) for a, b in zip(runs["off"], runs[mode]))
+                last = runs[mode][-1]["timings"]
+                kept = f"{last['draft_n_accepted']}/{last['draft_n']}" if last["draft_n"] else "0/0"
+                trip = (len(runs[mode][-1]["tokens"]) - 1) / max(1, last["decode_passes"])
+                print(f"| {name} | {mode} | {t_off:.1f} | {t_on:.1f} | {ratio:.2f} | {kept} | {trip:.2f} |")
         sys.exit(1 if failed else 0)
 
 
