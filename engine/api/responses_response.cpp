@@ -69,11 +69,22 @@ json ResponsesBuilder::message(const std::string& status, const std::string& tex
   return json{{"type", "message"}, {"id", message_id_}, {"status", status}, {"role", "assistant"}, {"content", content}};
 }
 
-json ResponsesBuilder::body(const std::string& text, const serving::CompletionSummary& summary) const {
+json ResponsesBuilder::function_call(const ChatToolCall& call, const std::string& item_id,
+                                     const std::string& status) const {
+  return json{{"type", "function_call"}, {"id", item_id},         {"call_id", call.id},
+              {"name", call.name},       {"arguments", status == "in_progress" ? "" : call.arguments},
+              {"status", status}};
+}
+
+json ResponsesBuilder::body(const std::string& text, const serving::CompletionSummary& summary,
+                            const std::vector<ChatToolCall>& calls) const {
   const std::string status = hit_limit(summary) ? "incomplete" : "completed";
   ResponsesBuilder copy = *this;
   copy.usage_ = usage_of(summary);
-  return copy.response(status, json::array({message(status, text)}));
+  json output = json::array();
+  if (!text.empty() || calls.empty()) output.push_back(message(status, text));
+  for (const auto& c : calls) output.push_back(function_call(c, response_random_id("fc_"), "completed"));
+  return copy.response(status, output);
 }
 
 std::string ResponsesBuilder::event(json data) {
@@ -85,7 +96,12 @@ std::string ResponsesBuilder::opening() {
   const json in_progress = response("in_progress", json::array());
   std::string out = event({{"type", "response.created"}, {"response", in_progress}});
   out += event({{"type", "response.in_progress"}, {"response", in_progress}});
-  out += event({{"type", "response.output_item.added"}, {"output_index", 0}, {"item", message("in_progress", "")}});
+  return out;
+}
+
+std::string ResponsesBuilder::open_message() {
+  message_open_ = true;
+  std::string out = event({{"type", "response.output_item.added"}, {"output_index", 0}, {"item", message("in_progress", "")}});
   out += event({{"type", "response.content_part.added"}, {"item_id", message_id_}, {"output_index", 0},
                 {"content_index", 0}, {"part", part("")}});
   return out;
@@ -98,17 +114,37 @@ std::string ResponsesBuilder::delta(const std::string& text) {
                 {"content_index", 0}, {"delta", text}, {"logprobs", json::array()}});
 }
 
-std::string ResponsesBuilder::closing(const serving::CompletionSummary& summary) {
+std::string ResponsesBuilder::closing(const serving::CompletionSummary& summary, const std::vector<ChatToolCall>& calls) {
   const std::string status = hit_limit(summary) ? "incomplete" : "completed";
-  const json item = message(status, text_);
-  std::string out = event({{"type", "response.output_text.done"}, {"item_id", message_id_}, {"output_index", 0},
-                           {"content_index", 0}, {"text", text_}, {"logprobs", json::array()}});
-  out += event({{"type", "response.content_part.done"}, {"item_id", message_id_}, {"output_index", 0},
-                {"content_index", 0}, {"part", part(text_)}});
-  out += event({{"type", "response.output_item.done"}, {"output_index", 0}, {"item", item}});
+  json items = json::array();
+  std::string out;
+  // A reply held back for calls that had none still answers with its (maybe empty) message.
+  if (!message_open_ && calls.empty()) out += open_message();
+  if (message_open_) {
+    const json item = message(status, text_);
+    out += event({{"type", "response.output_text.done"}, {"item_id", message_id_}, {"output_index", 0},
+                  {"content_index", 0}, {"text", text_}, {"logprobs", json::array()}});
+    out += event({{"type", "response.content_part.done"}, {"item_id", message_id_}, {"output_index", 0},
+                  {"content_index", 0}, {"part", part(text_)}});
+    out += event({{"type", "response.output_item.done"}, {"output_index", 0}, {"item", item}});
+    items.push_back(item);
+  }
+  for (const auto& c : calls) {
+    const size_t index = items.size();
+    const std::string item_id = response_random_id("fc_");
+    out += event({{"type", "response.output_item.added"}, {"output_index", index},
+                  {"item", function_call(c, item_id, "in_progress")}});
+    out += event({{"type", "response.function_call_arguments.delta"}, {"item_id", item_id}, {"output_index", index},
+                  {"delta", c.arguments}});
+    out += event({{"type", "response.function_call_arguments.done"}, {"item_id", item_id}, {"output_index", index},
+                  {"name", c.name}, {"arguments", c.arguments}});
+    const json item = function_call(c, item_id, "completed");
+    out += event({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
+    items.push_back(item);
+  }
   usage_ = usage_of(summary);
   out += event({{"type", status == "completed" ? "response.completed" : "response.incomplete"},
-                {"response", response(status, json::array({item}))}});
+                {"response", response(status, items)}});
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <map>
@@ -103,9 +104,13 @@ class Compiler {
       return use("value");
     }
     if (!s.is_object()) unsupported(path, fmt::format("a schema that is a {}", s.type_name()));
+    const bool integer_type = s.contains("type") && s["type"] == "integer";
     for (const auto& [key, v] : s.items()) {
       if (ignored_keywords().count(key)) continue;
       if (key == "uniqueItems" && v == false) continue;
+      if (integer_type && v.is_number() && (key == "minimum" || key == "maximum" || key == "exclusiveMinimum" ||
+                                            key == "exclusiveMaximum"))
+        continue;  // visit_integer() enforces them or names them
       if (key == "minimum" || key == "maximum" || key == "exclusiveMinimum" || key == "exclusiveMaximum" ||
           key == "multipleOf" || key == "pattern" || key == "not" || key == "if" || key == "then" || key == "else" ||
           key == "prefixItems" || key == "uniqueItems" || key == "patternProperties" || key == "propertyNames" ||
@@ -173,10 +178,62 @@ class Compiler {
 
   std::string visit_typed(const json& s, const std::string& type, const std::string& path) {
     if (type == "string") return visit_string(s, path);
-    if (type == "number" || type == "integer" || type == "boolean" || type == "null") return use(type);
+    if (type == "integer") return visit_integer(s, path);
+    if (type == "number" || type == "boolean" || type == "null") return use(type);
     if (type == "object") return visit_object(s, path);
     if (type == "array") return visit_array(s, path);
     unsupported(path + "/type", fmt::format("type \"{}\"", type));
+  }
+
+  // An integer's bounds, in the forms a digit grammar enforces exactly: a lower bound of 0
+  // (no sign) or 1 (no sign, no 0), bounds of +-(10^k - 1) (at most k digits), and bounds at
+  // or beyond +-(10^15 - 1) -- such as JavaScript's safe-integer range that zod writes for
+  // .int() -- as at most 15 digits (a subset of the range: every value it allows is in it).
+  // Other bounds are a GrammarError naming the keyword.
+  std::string visit_integer(const json& s, const std::string& path) {
+    constexpr double kWide = 999999999999999.0;  // 10^15 - 1
+    auto bound = [&](const char* inclusive, const char* exclusive, double step) -> std::optional<double> {
+      std::optional<double> b;
+      if (auto it = s.find(inclusive); it != s.end()) b = it->get<double>();
+      if (auto it = s.find(exclusive); it != s.end()) {
+        const double e = it->get<double>() + step;
+        b = b ? (step > 0 ? std::max(*b, e) : std::min(*b, e)) : e;
+      }
+      return b;
+    };
+    const std::optional<double> lo = bound("minimum", "exclusiveMinimum", 1);
+    const std::optional<double> hi = bound("maximum", "exclusiveMaximum", -1);
+    if (!lo && !hi) return use("integer");
+    // Digits allowed by a bound of magnitude m: k when m == 10^k - 1 (k <= 15), 15 when m is wider.
+    auto digits_for = [&](double m, const char* key) -> int {
+      if (m >= kWide) return 15;
+      double p = 9;
+      for (int k = 1; k <= 15; ++k, p = p * 10 + 9)
+        if (m == p) return k;
+      unsupported(path, fmt::format("'{}' {} (integer bounds must be 0, 1, +-(10^k - 1) or at least +-(10^15 - 1))",
+                                    key, m));
+    };
+    bool negative = true, zero = true;
+    int neg_digits = 16, pos_digits = 16;
+    if (lo) {
+      if (*lo == 0) negative = false;
+      else if (*lo == 1) negative = zero = false;
+      else if (*lo < 0) neg_digits = digits_for(-*lo, "minimum");
+      else unsupported(path, fmt::format("'minimum' {} (integer bounds must be 0, 1, +-(10^k - 1) or at least "
+                                         "+-(10^15 - 1))", *lo));
+    }
+    if (hi) {
+      if (*hi < 0 || (*hi == 0 && !zero)) unsupported(path, fmt::format("'maximum' {} below the minimum or negative", *hi));
+      pos_digits = *hi == 0 ? 0 : digits_for(*hi, "maximum");
+    }
+    auto digits = [](int n) { return n <= 1 ? std::string("[1-9]") : fmt::format("[1-9] [0-9]{{0,{}}}", n - 1); };
+    std::vector<std::string> alts;
+    if (zero) alts.push_back("\"0\"");
+    if (pos_digits > 0) alts.push_back(digits(pos_digits));
+    if (negative) alts.push_back("\"-\" " + digits(neg_digits));
+    std::string body;
+    for (size_t i = 0; i < alts.size(); ++i) body += (i ? " | " : "") + alts[i];
+    return new_rule(path.empty() ? "integer" : path, body);
   }
 
   static std::optional<uint64_t> count(const json& s, const char* key, const std::string& path) {

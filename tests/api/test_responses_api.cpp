@@ -131,7 +131,7 @@ TEST_CASE("a streamed response sends the Responses events in order and adds up t
   CHECK(final["id"] == events[0].second["response"]["id"]);
 }
 
-TEST_CASE("/v1/responses refuses stored state, non-text input, tools and JSON output with a 400 naming the field", "[api]") {
+TEST_CASE("/v1/responses refuses stored state, non-text input and non-function tools with a 400 naming the field", "[api]") {
   LocalServer server;
   const auto refused = [&](json body, const std::string& param) {
     body["input"] = body.value("input", json("Hi"));
@@ -144,11 +144,15 @@ TEST_CASE("/v1/responses refuses stored state, non-text input, tools and JSON ou
   refused({{"store", true}}, "store");
   refused({{"conversation", "conv_1"}}, "conversation");
   refused({{"background", true}}, "background");
-  refused({{"tools", {{{"type", "function"}, {"name", "f"}}}}}, "tools");
-  refused({{"text", {{"format", {{"type", "json_object"}}}}}}, "text.format");
+  refused({{"tools", {{{"type", "web_search"}}}}}, "tools[0].type");
+  refused({{"tools", {{{"type", "function"}, {"name", "f"}}}}, {"tool_choice", {{"type", "function"}, {"name", "g"}}}},
+          "tool_choice");
+  refused({{"tool_choice", {{"type", "file_search"}}}}, "tool_choice");
+  refused({{"text", {{"format", {{"type", "xml"}}}}}}, "text.format.type");
   refused({{"input", {{{"role", "user"}, {"content", {{{"type", "input_image"}, {"image_url", "x"}}}}}}}},
           "input[0].content[0].type");
-  refused({{"input", {{{"type", "function_call_output"}, {"call_id", "c"}, {"output", "x"}}}}}, "input[0].type");
+  refused({{"input", {{{"type", "item_reference"}, {"id", "msg_1"}}}}}, "input[0].type");
+  refused({{"input", {{{"type", "function_call_output"}, {"output", "x"}}}}}, "input[0].call_id");
   refused({{"input", {{{"role", "tool"}, {"content", "x"}}}}}, "input[0].role");
   refused({{"input", json::array()}}, "input");
   refused({{"max_output_tokens", 0}}, "max_output_tokens");

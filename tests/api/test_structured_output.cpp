@@ -231,7 +231,7 @@ TEST_CASE("constraints that cannot be enforced are 400s naming the construct", "
 
   json bad_tool_schema = chat;
   bad_tool_schema["tools"] = json::array({json{{"type", "function"}, {"function", {{"name", "f"},
-      {"parameters", {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"minimum", 1}}}}}}}}}}});
+      {"parameters", {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"minimum", 3}}}}}}}}}}});
   bad_tool_schema["tool_choice"] = "required";
   e = error_of("/v1/chat/completions", bad_tool_schema);
   CHECK_THAT(e["message"].get<std::string>(), Catch::Contains("function 'f'"));

@@ -26,6 +26,9 @@
 #define LLVMFuzzerTestOneInput fuzz_chat_template_one
 #include "fuzz/fuzz_chat_template.cpp"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_grammar_one
+#include "fuzz/fuzz_grammar.cpp"
+#undef LLVMFuzzerTestOneInput
 
 namespace {
 
@@ -62,4 +65,7 @@ TEST_CASE("fuzz corpus: the tokenizer encodes every input to ids in range") {
 }
 TEST_CASE("fuzz corpus: chat templates detect and render or refuse a role") {
   CHECK(replay("chat_template", fuzz_chat_template_one) >= 4);
+}
+TEST_CASE("fuzz corpus: JSON schemas compile to GBNF that parses, GBNF parses or is refused") {
+  CHECK(replay("grammar", fuzz_grammar_one) >= 10);
 }

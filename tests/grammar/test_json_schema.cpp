@@ -119,8 +119,11 @@ TEST_CASE("json schema: arrays, nesting, anyOf/oneOf and $ref to $defs (recursiv
 
 TEST_CASE("json schema: unsupported constructs are errors naming the keyword and where it is", "[grammar]") {
   CHECK_THAT(schema_error_of(R"({"type": "string", "pattern": "^a+$"})"), Catch::Contains("'pattern' at '#' is not supported"));
-  CHECK_THAT(schema_error_of(R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}})"),
+  CHECK_THAT(schema_error_of(R"({"type": "object", "properties": {"n": {"type": "number", "minimum": 0}}})"),
              Catch::Contains("'minimum' at '#/properties/n'"));
+  CHECK_THAT(schema_error_of(R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 5}}})"),
+             Catch::Contains("'minimum' 5"));
+  CHECK_THAT(schema_error_of(R"({"type": "integer", "maximum": 100})"), Catch::Contains("'maximum' 100"));
   CHECK_THAT(schema_error_of(R"({"not": {"type": "string"}})"), Catch::Contains("'not'"));
   CHECK_THAT(schema_error_of(R"({"type": "string", "format": "email"})"), Catch::Contains("string format \"email\""));
   CHECK_THAT(schema_error_of(R"({"allOf": [{"type": "string"}, {"maxLength": 3}]})"), Catch::Contains("'allOf' with more than one"));
@@ -131,4 +134,26 @@ TEST_CASE("json schema: unsupported constructs are errors naming the keyword and
   CHECK_THAT(schema_error_of(R"({"type": "tuple"})"), Catch::Contains("type \"tuple\""));
   CHECK_THAT(schema_error_of(R"({"type": "object", "required": ["x"]})"), Catch::Contains("required property \"x\""));
   CHECK(schema_error_of(R"({"type": "string", "description": "ignored", "title": "t", "default": "d"})").empty());
+}
+
+TEST_CASE("json schema: integer bounds it can enforce exactly, and zod's safe-integer range as 15 digits", "[grammar]") {
+  Schema natural(R"({"type": "integer", "minimum": 0})");
+  CHECK(natural.accepts("0"));
+  CHECK(natural.accepts("1234567890123456"));
+  CHECK_FALSE(natural.accepts("-1"));
+  Schema positive(R"({"type": "integer", "exclusiveMinimum": 0, "maximum": 99})");
+  CHECK(positive.accepts("1"));
+  CHECK(positive.accepts("99"));
+  CHECK_FALSE(positive.accepts("0"));
+  CHECK_FALSE(positive.accepts("100"));
+  Schema digit(R"({"type": "integer", "minimum": -9, "maximum": 9})");
+  CHECK(digit.accepts("-9"));
+  CHECK(digit.accepts("0"));
+  CHECK_FALSE(digit.accepts("10"));
+  CHECK_FALSE(digit.accepts("-10"));
+  // What zod's .int() writes: every value the grammar allows is a safe integer.
+  Schema safe(R"({"type": "integer", "minimum": -9007199254740991, "maximum": 9007199254740991})");
+  CHECK(safe.accepts("-999999999999999"));
+  CHECK(safe.accepts("42"));
+  CHECK_FALSE(safe.accepts("1000000000000000"));
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ctest driver for the Responses / native / CORS client test (test.mjs): runs it against
+# ctest driver for the Responses / native / CORS client test (test.mjs, with tools.mjs: function
+# tools, forced calls and structured output through the openai SDK, LangChain and the AI SDK): runs it against
 # engine-coordinator --model stories260K (one process, with an API key and --cors-origin), checks
 # the CORS answers with curl, then runs it again against a cluster of two engine-worker processes
 # (coordinator --config) and checks both gave the same greedy texts. Stops every process it

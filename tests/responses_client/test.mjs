@@ -2,7 +2,7 @@
 // against a running engine-coordinator (stories260K): the openai SDK (responses.create plain and
 // streaming, responses.stream, models.retrieve), LangChain's ChatOpenAI with useResponsesApi,
 // the Vercel AI SDK's default OpenAI provider (generateText / streamText use /v1/responses),
-// and fetch for /completion, /props, /slots and /models.
+// and fetch for /completion, /props, /slots and /models; tools and structured output in tools.mjs.
 //   node test.mjs BASE_URL API_KEY OUT_FILE     (BASE_URL ends in /v1; run.sh starts the server)
 // OUT_FILE receives the greedy texts, so that run.sh can check one process and a cluster agree.
 import assert from 'node:assert/strict';
@@ -217,6 +217,9 @@ await check('GET /props, /slots and /models (no /v1)', async () => {
   const models = await (await fetchRetry(root + '/models', { headers: auth })).json();
   assert.equal(models.data[0].id, modelId);
 });
+
+// Function tools and structured output (tools.mjs).
+await (await import('./tools.mjs')).run({ client, baseURL, apiKey, modelId, check, greedy });
 
 writeFileSync(outFile, JSON.stringify(greedy, null, 1) + '\n');
 console.log(`${passed} checks passed`);
