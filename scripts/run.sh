@@ -19,7 +19,8 @@ cd "$root"
 scripts/setup-deps.sh
 jobs=${BATON_JOBS:-$(nproc)}
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$jobs" --target engine-run engine-gguf engine-worker engine-coordinator
+# Every tool the README lists in build/bin.
+cmake --build build -j "$jobs" --target engine-run engine-gguf engine-worker engine-coordinator engine-ctl engine-bench
 
 model=${1:-}
 if [ -z "$model" ]; then

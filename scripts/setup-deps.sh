@@ -6,6 +6,8 @@ packages=(
   build-essential cmake ninja-build pkg-config git curl
   libasio-dev libdnnl-dev libflatbuffers-dev flatbuffers-compiler libfmt-dev catch2 libyaml-cpp-dev
   libpcre2-dev libicu-dev libssl-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libcpp-httplib-dev
+  libsystemd-dev systemd   # sd_notify readiness of the services; `systemd-analyze verify` of their units (tests/deploy)
+  dpkg-dev                 # dpkg-shlibdeps: the .deb's dependencies (scripts/build-deb.sh)
   clang libclang-rt-14-dev
   etcd-server etcd-client  # the etcd registry tests start a real etcd on 127.0.0.1
   chromium                 # the web UI tests (tests/webui) drive it headless with puppeteer-core

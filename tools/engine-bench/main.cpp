@@ -21,6 +21,7 @@
 #include <numeric>
 #include <random>
 
+#include "tools/common_cli.h"
 #include "tools/log_to_stderr.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/pipeline/cluster.h"
@@ -247,7 +248,7 @@ int main(int argc, char** argv) {
   app.add_option("-r,--repetitions", o.reps, "repetitions per test")->check(CLI::Range(1, 1000));
   app.add_flag("--mmap", o.mmap, "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
   app.add_option("-o,--output", o.output, "md or json")->check(CLI::IsMember({"md", "json"}));
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = baton::tools::parse_tool_command_line(app, argc, argv, "engine-bench")) return *code;
   if (o.model.empty() && o.config.empty()) {
     fmt::print(stderr, "error: pass -m FILE or --config cluster.yaml\n");
     return 2;

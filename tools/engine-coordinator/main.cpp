@@ -5,8 +5,9 @@
 // Options: --api-key KEY | --api-key-file F, --slots N, --queue N, -c/--ctx N, -t/--threads N,
 // --n-batch N, --alias NAME, --chat-template NAME, -to/--timeout S, --header-timeout S,
 // --max-connections N, --no-webui (no chat page and dashboard at GET /), --cors-origin ORIGIN,
-// --no-slots. Prints "listening on http://HOST:PORT" once it accepts connections; SIGTERM/SIGINT:
-// stop accepting, abort running requests, exit 0.
+// --no-slots, --secret-file F (with --config; systemd's credential); llama-server's -np/--parallel, -b/--batch-size,
+// --ctx-size; -ngl is ignored with a note. Prints "listening on http://HOST:PORT" once it accepts connections; SIGTERM/SIGINT:
+// stop accepting, abort running requests, exit 0. Under systemd (Type=notify) READY=1 follows the "listening on" line.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
@@ -17,7 +18,10 @@
 #include <string_view>
 
 #include "tools/spec_options.h"
+#include "tools/common_cli.h"
+#include "tools/context_check.h"
 #include "tools/log_to_stderr.h"
+#include "tools/systemd_notify.h"
 #include "engine/api/http_server.h"
 #include "engine/api/served_model.h"
 #include "engine/cluster/cluster_config.h"
@@ -47,11 +51,15 @@ int main(int argc, char** argv) {
   model_opt->excludes(config_opt);
   auto* host_opt = app.add_option("--host", http.host, "listen address (default 127.0.0.1)");
   auto* port_opt = app.add_option("--port", http.port, "listen port (default 8021; 0 = any free port)");
+  std::string secret_file;
+  app.add_option("--secret-file", secret_file,
+                 "with --config: the cluster secret from this file instead of cluster.secret_file (systemd's credential "
+                 "directory, deploy/systemd)");
   app.add_option("--api-key", api_key, "require 'Authorization: Bearer KEY' (all routes but /health)");
   app.add_option("--api-key-file", api_key_file, "like --api-key, the key being the file's first line");
-  app.add_option("--slots", so.scheduler.slots, "sequences generated at once (KV cache slots)")->check(CLI::Range(1, 256));
+  app.add_option("--slots,--parallel", so.scheduler.slots, "sequences generated at once (KV cache slots; also -np)")->check(CLI::Range(1, 256));
   app.add_option("--queue", so.scheduler.queue_limit, "requests waiting for a slot before 503")->check(CLI::Range(0, 100000));
-  app.add_option("--n-batch", so.scheduler.n_batch, "tokens per forward pass")->check(CLI::Range(1, 1 << 20));
+  app.add_option("-b,--n-batch,--batch-size", so.scheduler.n_batch, "tokens per forward pass")->check(CLI::Range(1, 1 << 20));
   app.add_option("--prefill-chunk", so.scheduler.prefill_chunk,
                  "prompt tokens per pass: pieces of the n-batch chunks in flight at several stages at once (same "
                  "bits; 0: 128 / stages within [8, 32] on a cluster, whole chunks locally)")
@@ -59,7 +67,7 @@ int main(int argc, char** argv) {
   bool no_cache_prompt = false;
   app.add_flag("--no-cache-prompt", no_cache_prompt,
                "do not keep finished requests' KV for prompts that share their prefix (default: kept in idle slots)");
-  app.add_option("-c,--ctx", so.n_ctx, "context length (default: the model's, at most 4096)");
+  app.add_option("-c,--ctx,--ctx-size", so.n_ctx, "context length (default: the model's, at most 4096)");
   app.add_option("-t,--threads", so.threads, "compute threads (default: all cores)");
   bool mmap = false;
   app.add_flag("--mmap", mmap, "with --model: keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
@@ -69,9 +77,6 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", http.timeout_s, "seconds a request body may take to arrive, and a response write may wait for the client (default 600)")->check(CLI::Range(0.001, 86400.0));
   app.add_option("--header-timeout", http.header_timeout_s, "seconds a request's headers may take from its first byte; then 408 (default 10)")->check(CLI::Range(0.001, 3600.0));
   app.add_option("--max-connections", http.max_connections, "open HTTP connections; more are answered 503 at once (default 1024)")->check(CLI::Range(1, 100000));
-  // llama-server's -to for --timeout: CLI11 takes one-letter short names only.
-  for (int i = 1; i < argc; ++i)
-    if (std::string_view(argv[i]) == "-to") argv[i] = const_cast<char*>("--timeout");
   bool no_webui = false;
   app.add_flag("--no-webui", no_webui, "do not serve the chat page and dashboard at GET / (the API stays)");
   app.add_option("--cors-origin", http.cors_origins,
@@ -81,7 +86,10 @@ int main(int argc, char** argv) {
   spec.add_to(app);
   bool no_slots = false;
   app.add_flag("--no-slots", no_slots, "disable GET /slots (501), as llama-server's --no-slots");
-  CLI11_PARSE(app, argc, argv);
+  // llama-server's -to and -np: CLI11 takes one-letter short names only.
+  if (auto code = baton::tools::parse_tool_command_line(app, argc, argv, "engine-coordinator",
+                                                        {.renames = {{"-to", "--timeout"}, {"-np", "--parallel"}}}))
+    return *code;
   http.webui = !no_webui;
   if (mmap) so.placement = baton::WeightPlacement::kMapped;
   so.scheduler.cache_prompt = !no_cache_prompt;
@@ -114,13 +122,19 @@ int main(int argc, char** argv) {
     std::unique_ptr<baton::api::ServedModel> model;
     if (!config_path.empty()) {
       auto config = baton::parse_cluster_config_file(config_path);
+      if (!secret_file.empty()) {
+        if (config.insecure) baton::fail("--secret-file: {} sets cluster.insecure: true", config_path);
+        config.secret_file = secret_file;
+      }
       if (!host_opt->count()) http.host = config.master_host;
       if (!port_opt->count()) http.port = config.master_port;
+      baton::tools::warn_if_ctx_above_trained("engine-coordinator", config.model, so.n_ctx);
       model = baton::api::ServedModel::open_cluster(config, so);
       spdlog::info("cluster ready: {} ({} layers) on {} nodes", config.model, model->info().n_layer, model->plan().size());
       fmt::print("| node | address | layers |\n| --- | --- | --- |\n");
       for (const auto& n : model->plan()) fmt::print("| {} | {}:{} | {}-{} |\n", n.id, n.host, n.port, n.first, n.last - 1);
     } else {
+      baton::tools::warn_if_ctx_above_trained("engine-coordinator", model_path, so.n_ctx);
       model = baton::api::ServedModel::open_local(model_path, so);
     }
     baton::api::HttpServer server(*model, http);
@@ -129,9 +143,11 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     spdlog::info("serving {} ({} slots, context {}){}", model->info().id, so.scheduler.slots, model->info().n_ctx,
                  http.api_key.empty() ? "" : ", API key required");
+    baton::tools::notify_systemd(fmt::format("READY=1\nSTATUS=serving {} at http://{}:{}", model->info().id, http.host, server.port()));
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info("engine-coordinator: signal {}, shutting down", sig);
+    baton::tools::notify_systemd("STOPPING=1");
     server.stop();
     model.reset();
   } catch (const std::exception& e) {

@@ -1,12 +1,14 @@
 // engine-ctl: operate a Baton cluster.
 //   engine-ctl status --coordinator HOST:PORT [--api-key KEY]   the live cluster table (GET /v1/cluster)
 //   engine-ctl doctor cluster.yaml [--ctx N] [--slots N]         pre-flight checks; exit 0 = all good
+//   engine-ctl inventory-to-config TABLE --model FILE [-o cluster.yaml]   cluster.yaml from a topology table
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
 
+#include "tools/common_cli.h"
 #include "tools/log_to_stderr.h"
 #include "commands.h"
 
@@ -22,14 +24,30 @@ int main(int argc, char** argv) {
   baton::ctl::DoctorArgs doctor;
   auto* dr = app.add_subcommand("doctor", "check a cluster YAML before starting it");
   dr->add_option("config", doctor.config, "cluster YAML")->required();
-  dr->add_option("-c,--ctx", doctor.n_ctx, "context length (default: the model's, at most 4096)");
-  dr->add_option("--slots", doctor.slots, "KV cache slots per worker")->capture_default_str();
+  dr->add_option("-c,--ctx,--ctx-size", doctor.n_ctx, "context length (default: the model's, at most 4096)");
+  dr->add_option("--slots,--parallel", doctor.slots, "KV cache slots per worker (also -np)")->capture_default_str();
   dr->add_option("--timeout", doctor.timeout_s, "seconds per port probe")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  baton::ctl::InventoryArgs inventory;
+  auto* inv = app.add_subcommand("inventory-to-config",
+                                 "write cluster.yaml from a topology table (TSV/CSV: id, host, memory, optional layers, port)");
+  inv->add_option("inventory", inventory.inventory, "the table; the first line names the columns")->required();
+  inv->add_option("-m,--model", inventory.model, "the coordinator's GGUF (relative paths: to the output's directory)")
+      ->required();
+  auto* inv_secret = inv->add_option("--secret-file", inventory.secret_file, "cluster.secret_file")->capture_default_str();
+  inv->add_flag("--insecure", inventory.insecure, "write `insecure: true` instead of a secret file")->excludes(inv_secret);
+  inv->add_option("--master", inventory.master, "cluster.master HOST:PORT (the HTTP API)")->capture_default_str();
+  inv->add_option("--port", inventory.port, "workers' port for rows without a port column")->capture_default_str();
+  inv->add_option("-o,--output", inventory.output, "write here instead of stdout");
+  inv->add_option("-c,--ctx,--ctx-size", inventory.n_ctx, "context length for the memory check (default: the model's, at most 4096)");
+  inv->add_option("--slots,--parallel", inventory.slots, "KV cache slots for the memory check")->capture_default_str();
+  if (auto code = baton::tools::parse_tool_command_line(
+          app, argc, argv, "engine-ctl", {.renames = {{"-np", "--parallel"}}, .ignore_gpu_layers = false}))
+    return *code;
   spdlog::set_level(spdlog::level::warn);
   std::signal(SIGPIPE, SIG_IGN);
   try {
     if (st->parsed()) return baton::ctl::run_status(status);
+    if (inv->parsed()) return baton::ctl::run_inventory_to_config(inventory);
     return baton::ctl::run_doctor(doctor);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

@@ -13,8 +13,8 @@
 
 namespace {
 
-int run_tokenize(int argc, char** argv) {
-  CLI::App app{"Print the token ids of a text as a JSON array", "engine-gguf tokenize"};
+int run_tokenize(CLI::App& app, const baton::tools::ParseCommandLine& parse) {
+  app.description("Print the token ids of a text as a JSON array");
   std::string path, text, text_file;
   bool bos = false, special = false;
   app.add_option("FILE", path, "GGUF file with tokenizer.ggml.* metadata (a vocab-only file will do)")->required();
@@ -22,7 +22,7 @@ int run_tokenize(int argc, char** argv) {
   app.add_option("-f,--file", text_file, "read the text from this file instead")->excludes(text_opt);
   app.add_flag("--bos", bos, "start with the model's BOS token");
   app.add_flag("--special", special, "recognise control-token texts such as <|im_start|> in the text");
-  if (auto code = baton::tools::parse_command_line(app, argc, argv)) return *code;
+  if (auto code = parse()) return *code;
   if (!text_file.empty()) {
     std::ifstream in(text_file, std::ios::binary);
     if (!in) baton::fail("cannot open {}", text_file);

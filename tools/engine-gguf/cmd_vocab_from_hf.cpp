@@ -9,8 +9,8 @@
 
 namespace {
 
-int run_vocab_from_hf(int argc, char** argv) {
-  CLI::App app{"Write a vocab-only GGUF from Hugging Face tokenizer files", "engine-gguf vocab-from-hf"};
+int run_vocab_from_hf(CLI::App& app, const baton::tools::ParseCommandLine& parse) {
+  app.description("Write a vocab-only GGUF from Hugging Face tokenizer files");
   std::string dir, out;
   baton::tokenizer::HfVocabOptions options;
   app.add_option("DIR", dir, "directory with vocab.json, merges.txt and tokenizer_config.json")->required();
@@ -18,7 +18,7 @@ int run_vocab_from_hf(int argc, char** argv) {
   app.add_option("--pre", options.pre,
                  "pre-tokenizer (tokenizer.ggml.pre), e.g. qwen2, llama3, gpt-2; default: recognised "
                  "from the merges or the tokenizer class");
-  if (auto code = baton::tools::parse_command_line(app, argc, argv)) return *code;
+  if (auto code = parse()) return *code;
 
   baton::gguf::Metadata md = baton::tokenizer::metadata_from_hf_dir(dir, options);
   auto tok = baton::tokenizer::Tokenizer::from_metadata(md);  // validates before writing

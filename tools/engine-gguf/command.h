@@ -2,10 +2,14 @@
 // itself at static-initialisation time, so adding a command never edits main.cpp:
 //
 //   static const bool registered = baton::tools::register_command(
-//       {"info", "print a GGUF file's header", [](int argc, char** argv) { ... return 0; }});
+//       {"info", "print a GGUF file's header", [](CLI::App& app, const ParseCommandLine& parse) {
+//          app.add_option(...);                  // the command's options, on its CLI11 subcommand
+//          if (auto code = parse()) return *code; // help, --version or a bad option: exit with it
+//          ... return 0; }});
 //
-// run() receives argv with argv[0] = the command name (ready for CLI11's app.parse(argc, argv)).
-// It may throw: main() prints "error: <what>" and exits 1.
+// Every command is a CLI11 subcommand of one `engine-gguf` app, so `engine-gguf quantize --help`
+// prints "Usage: engine-gguf quantize ..." like every other help. run() may throw: main() prints
+// "error: <what>" and exits 1.
 #pragma once
 
 #include <functional>
@@ -17,25 +21,18 @@
 
 namespace baton::tools {
 
+// Parses the whole command line once the command has added its options: nullopt to go on, or
+// the exit code after CLI11 printed the help, the version or the error.
+using ParseCommandLine = std::function<std::optional<int>()>;
+
 struct Command {
   std::string name, help;
-  std::function<int(int argc, char** argv)> run;
+  std::function<int(CLI::App& app, const ParseCommandLine& parse)> run;
 };
 
 // Returns true (for the static-initialiser idiom); a repeated name throws std::logic_error.
 bool register_command(Command command);
 // All registered commands, sorted by name.
 const std::vector<Command>& commands();
-
-// Parses a command's options. Returns nullopt on success; otherwise CLI11 has printed the
-// help text (exit code 0) or the parse error (exit code != 0) and the command should return it.
-inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return std::nullopt;
-}
 
 }  // namespace baton::tools

@@ -68,11 +68,11 @@ std::string shape_text(const TensorInfo& t) {
   return s + "]";
 }
 
-int run_info(int argc, char** argv) {
-  CLI::App app{"Print the header of a GGUF file: metadata, tensor table and totals", "engine-gguf info"};
+int run_info(CLI::App& app, const baton::tools::ParseCommandLine& parse) {
+  app.description("Print the header of a GGUF file: metadata, tensor table and totals");
   std::string path;
   app.add_option("FILE", path, "GGUF file (the first part of a split model)")->required();
-  if (auto code = baton::tools::parse_command_line(app, argc, argv)) return *code;
+  if (auto code = parse()) return *code;
 
   auto f = GgufFile::open(path);
   fmt::print("file:      {}\n", f->path());

@@ -1,5 +1,5 @@
-// engine-gguf: model file utilities. `engine-gguf NAME args...` dispatches to a registered
-// command (see command.h); any escaped exception prints "error: ..." and exits 1.
+// engine-gguf: model file utilities. `engine-gguf NAME args...` runs a registered command, a
+// CLI11 subcommand (see command.h); any escaped exception prints "error: ..." and exits 1.
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "tools/common_cli.h"
 #include "tools/log_to_stderr.h"
 #include "command.h"
 
@@ -35,33 +36,26 @@ const std::vector<Command>& commands() { return registry(); }
 
 }  // namespace baton::tools
 
-namespace {
-void usage(std::FILE* to) {
-  fmt::print(to, "usage: engine-gguf COMMAND [ARGS...]   (engine-gguf COMMAND --help for its options)\n\ncommands:\n");
-  for (const auto& c : baton::tools::commands()) fmt::print(to, "  {:<12} {}\n", c.name, c.help);
-}
-}  // namespace
-
 int main(int argc, char** argv) {
   baton::tools::log_to_stderr("engine-gguf");
+  CLI::App app{"GGUF model file utilities", "engine-gguf"};
+  app.require_subcommand(1);
+  std::vector<CLI::App*> subs;
+  for (const auto& c : baton::tools::commands()) subs.push_back(app.add_subcommand(c.name, c.help));
+  auto parse = [&]() { return baton::tools::parse_tool_command_line(app, argc, argv, "engine-gguf", {.ignore_gpu_layers = false}); };
+  // The command is the first word: its function adds its options to its subcommand, then parses.
   if (argc < 2) {
-    usage(stderr);
+    fmt::print(stderr, "{}", app.help());
     return 1;
   }
   const std::string_view name = argv[1];
-  if (name == "-h" || name == "--help" || name == "help") {
-    usage(stdout);
-    return 0;
-  }
+  if (name.front() == '-') return parse().value_or(1);  // --help, --version
   try {
-    for (const auto& c : baton::tools::commands())
-      if (c.name == name) return c.run(argc - 1, argv + 1);
-    fmt::print(stderr, "error: unknown command '{}'\n", name);
-    usage(stderr);
+    const auto& cs = baton::tools::commands();
+    for (size_t i = 0; i < cs.size(); ++i)
+      if (cs[i].name == name) return cs[i].run(*subs[i], parse);
+    fmt::print(stderr, "error: unknown command '{}'\n{}", name, app.help());
     return 1;
-  } catch (const CLI::ParseError& e) {
-    // --help and bad options from a command's own CLI11 parser that it did not handle itself.
-    return e.get_exit_code() == 0 ? 0 : (fmt::print(stderr, "error: {}\n", e.what()), 1);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -13,8 +13,8 @@ namespace {
 
 using namespace baton;
 
-int run_quantize(int argc, char** argv) {
-  CLI::App app{"quantize a GGUF model (F32/F16/BF16 source) to a llama.cpp file type", "quantize"};
+int run_quantize(CLI::App& app, const baton::tools::ParseCommandLine& parse) {
+  app.description("quantize a GGUF model (F32/F16/BF16 source) to a llama.cpp file type");
   std::string in, out, type_name;
   int n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quiet = false;
@@ -23,7 +23,7 @@ int run_quantize(int argc, char** argv) {
   app.add_option("type", type_name, "one of " + quantize::supported_file_type_names())->required();
   app.add_option("-t,--threads", n_threads, "threads")->check(CLI::Range(1, 1024));
   app.add_flag("-q,--quiet", quiet, "no per-tensor lines");
-  if (auto code = tools::parse_command_line(app, argc, argv)) return *code;
+  if (auto code = parse()) return *code;
 
   const auto ftype = quantize::parse_file_type(type_name);
   if (!ftype)

@@ -22,8 +22,8 @@ uint32_t parse_layer(std::string_view s, std::string_view whole) {
   return v;
 }
 
-int run_shard(int argc, char** argv) {
-  CLI::App app{"Write a shard holding layers A..B (inclusive) of a model", "engine-gguf shard"};
+int run_shard(CLI::App& app, const baton::tools::ParseCommandLine& parse) {
+  app.description("Write a shard holding layers A..B (inclusive) of a model");
   std::string path, out, layers;
   ShardOptions options;
   app.add_option("FILE", path, "source GGUF (or the first part of a split model)")->required();
@@ -31,7 +31,7 @@ int run_shard(int argc, char** argv) {
   app.add_option("-o,--output", out, "shard file to write")->required();
   app.add_flag("--with-embeddings", options.with_embeddings, "also keep token_embd.weight");
   app.add_flag("--with-output", options.with_output, "also keep output_norm.weight and output.weight");
-  if (auto code = baton::tools::parse_command_line(app, argc, argv)) return *code;
+  if (auto code = parse()) return *code;
 
   const auto dash = layers.find('-');
   if (dash == std::string::npos) baton::fail<baton::Error>("--layers '{}': expected A-B, e.g. 0-3", layers);

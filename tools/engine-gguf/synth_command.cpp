@@ -101,8 +101,8 @@ class TensorStore {
   std::vector<std::vector<uint8_t>> buffers_;  // kept until write()
 };
 
-int run_synth(int argc, char** argv) {
-  CLI::App app{"Write a random-weight model of any shape", "engine-gguf synth"};
+int run_synth(CLI::App& app, const baton::tools::ParseCommandLine& parse) {
+  app.description("Write a random-weight model of any shape");
   SynthOptions o;
   app.add_option("--arch", o.arch, "llama, qwen2 or qwen3")->check(CLI::IsMember({"llama", "qwen2", "qwen3"}));
   app.add_option("--n-embd", o.n_embd, "embedding width")->check(CLI::Range(1, 1 << 16));
@@ -117,7 +117,7 @@ int run_synth(int argc, char** argv) {
   app.add_option("--type", o.type, "f32 or f16 weight matrices")->check(CLI::IsMember({"f32", "f16"}));
   app.add_option("--seed", o.seed, "random seed");
   app.add_option("-o,--output", o.output, "file to write")->required();
-  if (auto code = tools::parse_command_line(app, argc, argv)) return *code;
+  if (auto code = parse()) return *code;
 
   if (o.n_head_kv == 0) o.n_head_kv = o.n_head;
   if (o.n_head % o.n_head_kv != 0) fail("--n-head {} must be a multiple of --n-head-kv {}", o.n_head, o.n_head_kv);

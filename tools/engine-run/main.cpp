@@ -13,6 +13,8 @@
 #include <random>
 #include <sstream>
 
+#include "tools/common_cli.h"
+#include "tools/context_check.h"
 #include "tools/log_to_stderr.h"
 #include "tools/spec_options.h"
 #include "engine/base/error.h"
@@ -73,11 +75,13 @@ int run(const Options& o) {
   if (!o.config.empty()) {
     auto cc = baton::parse_cluster_config_file(o.config);
     model_name = cc.model;
+    baton::tools::warn_if_ctx_above_trained("engine-run", cc.model, o.n_ctx);
     baton::pipeline::ClusterOptions co;
     co.threads = o.threads;
     co.n_ctx = o.n_ctx;
     cluster = std::make_unique<baton::pipeline::Cluster>(cc, co);
   } else {
+    baton::tools::warn_if_ctx_above_trained("engine-run", o.model, o.n_ctx);
     baton::LocalModelOptions lo;
     lo.threads = o.threads;
     lo.n_ctx = o.n_ctx;
@@ -202,7 +206,7 @@ int main(int argc, char** argv) {
   app.add_option("-f,--file", o.prompt_file, "read the prompt from a file")->excludes(p);
   app.add_option("-n,--n-predict", o.n_predict, "tokens to generate (-1: until end of generation)");
   app.add_option("-t,--threads", o.threads, "compute threads (default: all cores)");
-  app.add_option("-c,--ctx", o.n_ctx, "context length (default: the model's, at most 4096)");
+  app.add_option("-c,--ctx,--ctx-size", o.n_ctx, "context length (default: the model's, at most 4096)");
   app.add_option("--temp", o.sampling.temperature, "temperature (0 = greedy)");
   app.add_option("--top-k", o.sampling.top_k, "top-k (0 = off)");
   app.add_option("--top-p", o.sampling.top_p, "top-p (1 = off)");
@@ -229,17 +233,9 @@ int main(int argc, char** argv) {
   app.add_option("--system-prompt", o.system_prompt, "with -cnv: the system message (also -sys)");
   app.add_option("--chat-template", o.chat_template, "with -cnv: chat template by name (default: the model's)");
   // llama-cli's single-dash long names, which CLI11 does not take as such.
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (auto& a : args) {
-    if (a == "-cnv") a = "--conversation";
-    else if (a == "-sys") a = "--system-prompt";
-  }
-  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
-  try {
-    app.parse(args);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = baton::tools::parse_tool_command_line(
+          app, argc, argv, "engine-run", {.renames = {{"-cnv", "--conversation"}, {"-sys", "--system-prompt"}}}))
+    return *code;
   o.n_predict_given = app.count("--n-predict") > 0;
   if (o.conversation && (!o.prompt.empty() || !o.prompt_file.empty() || o.json || o.tokenize_only)) {
     fmt::print(stderr, "error: -cnv reads the conversation from stdin: no -p, -f, --json or --tokenize with it\n");

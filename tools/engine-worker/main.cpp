@@ -7,6 +7,8 @@
 // --join registers with the coordinator's control port (docs/REGISTRY.md): node id, address,
 // memory, threads, ISA, model identity, servable layers and a measured speed, then heartbeats;
 // --registry announces the same record in etcd under a lease. SIGTERM deregisters first.
+// Listening on 0.0.0.0 without --advertise, it announces its route's local address (advertise.h).
+// Under systemd (Type=notify, deploy/systemd) READY=1 follows the "listening on" line.
 // --max-memory caps the free memory announced (the planner never gives this node more).
 // Prints one start line "engine-worker <id> listening on <host>:<port>" (port 0 -> the bound
 // port). SIGTERM/SIGINT: clean shutdown, pid file removed, exit 0.
@@ -25,7 +27,10 @@
 #include <thread>
 #include <tuple>
 
+#include "advertise.h"
+#include "tools/common_cli.h"
 #include "tools/log_to_stderr.h"
+#include "tools/systemd_notify.h"
 #include "engine/base/error.h"
 #include "engine/pipeline/worker.h"
 #include "engine/registry/etcd_registry.h"
@@ -58,7 +63,8 @@ int main(int argc, char** argv) {
   app.add_option("--registry", registry_url, "register in etcd: etcd://HOST:PORT/PREFIX")->excludes(jo);
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval when registered")->capture_default_str();
   app.add_option("--speed", speed, "announce this speed (GFLOP/s) instead of measuring it (0: measure)");
-  app.add_option("--advertise", advertise, "address announced to the registry (default: --host)");
+  app.add_option("--advertise", advertise,
+                 "address announced to the registry (default: --host, or with --host 0.0.0.0 the local address of the route to the registry)");
   app.add_option("--max-memory", max_memory_mib,
                  "offer at most this much memory to the cluster, in MiB (0: all free memory)")
       ->check(CLI::NonNegativeNumber);
@@ -66,7 +72,7 @@ int main(int argc, char** argv) {
   app.add_option("--test-write-delay-ms", test_write_delay_ms,
                  "testing only: every frame sent waits this long before it is written (a slow link)")
       ->check(CLI::Range(0, 60000));
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = baton::tools::parse_tool_command_line(app, argc, argv, "engine-worker")) return *code;
   o.test_write_delay = std::chrono::milliseconds(test_write_delay_ms);
   if (mmap) o.placement = baton::WeightPlacement::kMapped;
   // Logs go to stderr; stdout carries only the start line.
@@ -97,6 +103,14 @@ int main(int argc, char** argv) {
     baton::registry::ControlJoinOptions jo_opts;  // checked before listening: a typo fails fast
     if (!join.empty()) std::tie(jo_opts.host, jo_opts.port) = baton::registry::parse_host_port(join, "--join");
     if (!registry_url.empty()) baton::registry::parse_etcd_url(registry_url);
+    if (advertise.empty() && baton::tools::is_wildcard_address(o.host) && (!join.empty() || !registry_url.empty())) {
+      const auto etcd = registry_url.empty() ? baton::registry::EtcdUrl{} : baton::registry::parse_etcd_url(registry_url);
+      advertise = join.empty() ? baton::tools::local_address_towards(etcd.host, etcd.port)
+                               : baton::tools::local_address_towards(jo_opts.host, jo_opts.port);
+      spdlog::info("engine-worker {}: advertising {} (the local address of the route to the registry; --advertise "
+                   "overrides)",
+                   o.node_id, advertise);
+    }
     baton::pipeline::Worker worker(o);
     if (!pid_file.empty()) {
       std::ofstream out(pid_file);
@@ -106,6 +120,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     spdlog::info("engine-worker {} listening on {}:{} (model {}, {})", o.node_id, o.host, worker.port(),
                  o.model_path, insecure ? "insecure" : "authenticated");
+    baton::tools::notify_systemd(fmt::format("READY=1\nSTATUS=listening on {}:{}", o.host, worker.port()));
     std::unique_ptr<baton::registry::Membership> membership;
     if (!join.empty() || !registry_url.empty()) {
       const auto interval = std::chrono::milliseconds(std::max(50, heartbeat_ms));
@@ -143,6 +158,7 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info("engine-worker {}: signal {}, shutting down", o.node_id, sig);
+    baton::tools::notify_systemd("STOPPING=1");
     if (membership) membership->stop(fmt::format("worker shutting down (signal {})", sig));
     worker.stop();
   } catch (const std::exception& e) {
