@@ -76,10 +76,14 @@ int main(int argc, char** argv) {
   app.add_option("--cors-origin", http.cors_origins,
                  "let browser pages from ORIGIN call the API (repeat or comma-separate; '*' = any; default: same origin only)")
       ->take_all();
+  app.add_flag("--take-over", so.take_over, std::string("with --config: ") + baton::pipeline::kTakeOverHelp);
+  double request_timeout_s = 30;
+  app.add_option("--request-timeout", request_timeout_s, std::string("with --config: ") + baton::pipeline::kRequestTimeoutHelp)->check(CLI::Range(0.001, 86400.0));
   bool no_slots = false;
   app.add_flag("--no-slots", no_slots, "disable GET /slots (501), as llama-server's --no-slots");
   CLI11_PARSE(app, argc, argv);
   http.webui = !no_webui;
+  so.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(request_timeout_s * 1000));
   if (mmap) so.placement = baton::WeightPlacement::kMapped;
   so.scheduler.cache_prompt = !no_cache_prompt;
   http.slots_endpoint = !no_slots;
