@@ -110,11 +110,11 @@ class StaticRepairer {
     while (!stopped(250ms)) {
       const auto broken = cluster_.broken();
       if (!broken) continue;
-      refuse(*broken);
+      if (refusing().empty()) refuse(*broken);  // later, the last attempt's error says more
       try {
         scheduler_.run_exclusive([this] { return repair_now(); });
       } catch (const std::exception& e) {
-        refuse(fmt::format("{} (reconnecting every second)", e.what()));
+        refuse(e.what());  // the same text as broken() then: logged once, not every second
         stopped(1000ms);
       }
     }
@@ -131,13 +131,23 @@ class StaticRepairer {
     }
     return repaired;
   }
+  std::string refusing() {
+    std::lock_guard lock(mutex_);
+    return refusal_;
+  }
+  // Logs the first refusal at once, a changed one at most every 10 s (the attempts' errors vary
+  // in their details, e.g. the number of connection attempts).
   void refuse(const std::string& why) {
     std::lock_guard lock(mutex_);
     if (why == refusal_) return;
-    if (refusal_.empty())
+    const auto now = std::chrono::steady_clock::now();
+    if (refusal_.empty()) {
       spdlog::error("cluster event=unavailable reason=\"{}\"; requests get 503 until the node is back", why);
-    else
+      last_log_ = now;
+    } else if (now - last_log_ >= std::chrono::seconds(10)) {
       spdlog::warn("cluster event=still-unavailable reason=\"{}\"", why);
+      last_log_ = now;
+    }
     refusal_ = why;
     scheduler_.set_unavailable(fmt::format("the cluster cannot serve: {}", why));
   }
@@ -154,6 +164,7 @@ class StaticRepairer {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::string refusal_;  // guarded by mutex_: what requests are refused with ("" = served)
+  std::chrono::steady_clock::time_point last_log_;  // guarded by mutex_
   std::thread thread_;
 };
 

@@ -9,7 +9,9 @@
 #include <fmt/core.h>
 #include <httplib.h>
 
+#include <csignal>
 #include <fstream>
+#include <iterator>
 
 #include "api_test_util.h"
 #include "coordinator_process.h"
@@ -51,6 +53,26 @@ ShellResult run_engine_run(const std::string& yaml, const std::string& extra) {
   return run_shell(fmt::format("{}/bin/engine-run --config {} -t 1 -n 4 --temp 0 -p 'Once upon a time' {} 2>&1",
                                  binary_dir(), yaml, extra));
 }
+
+// engine-worker node-02 at 127.0.0.1:PORT (a worker restarted at the same address); stderr to a
+// file, killed and reaped by the destructor.
+struct FixedPortWorker {
+  explicit FixedPortWorker(const std::string& model, const std::string& port) {
+    ProcessOptions po;
+    po.stderr_path = temp_dir() + "/node-02-" + port + "-" + std::to_string(++count()) + ".log";
+    process = std::make_unique<Process>(
+        std::vector<std::string>{binary_dir() + "/bin/engine-worker", "--host", "127.0.0.1", "--port", port,
+                                 "--node-id", "node-02", "--model", model, "--threads", "1", "--insecure"},
+        po);
+    if (!process->wait_for_line("listening on 127.0.0.1:" + port, std::chrono::seconds(10)))
+      throw std::runtime_error("engine-worker did not start on port " + port);
+  }
+  static int& count() {
+    static int n = 0;
+    return n;
+  }
+  std::unique_ptr<Process> process;
+};
 
 }  // namespace
 
@@ -127,8 +149,7 @@ TEST_CASE("a static cluster reconnects and reloads a worker restarted at the sam
   const std::string model = stories_path();
   const uint16_t port2 = 42202;  // fixed, so the restarted worker comes back at the same address
   WorkerProcess w1("node-01", model, {"--insecure"});
-  auto w2 = std::make_unique<WorkerProcess>("node-02", model, std::vector<std::string>{"--insecure", "--port", "42202"});
-  REQUIRE(w2->port() == port2);
+  auto w2 = std::make_unique<FixedPortWorker>(model, "42202");
   const std::string yaml = two_node_yaml(model, w1.port(), port2);
   CoordinatorProcess c({"--config", yaml, "-t", "1"});
   auto first = post_completion(c.port());
@@ -136,7 +157,7 @@ TEST_CASE("a static cluster reconnects and reloads a worker restarted at the sam
   REQUIRE(first->status == 200);
   const std::string want = json::parse(first->body)["choices"][0]["text"];
 
-  w2->kill_now();
+  w2->process->kill_now();
   CHECK(eventually_true([&] { return health(c.port()).first == 503; }));
   CHECK(health(c.port()).second.find("node-02") != std::string::npos);
   auto during = post_completion(c.port());
@@ -145,7 +166,7 @@ TEST_CASE("a static cluster reconnects and reloads a worker restarted at the sam
   CHECK(during->status == 503);
   CHECK(during->body.find("node-02") != std::string::npos);
 
-  w2 = std::make_unique<WorkerProcess>("node-02", model, std::vector<std::string>{"--insecure", "--port", "42202"});
+  w2 = std::make_unique<FixedPortWorker>(model, "42202");
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(eventually_true([&] { return health(c.port()).first == 200; }, 20000ms));
   fmt::print("static cluster: serving again {:.2f} s after the worker restarted\n",
@@ -155,5 +176,32 @@ TEST_CASE("a static cluster reconnects and reloads a worker restarted at the sam
   CHECK(back->status == 200);
   CHECK(json::parse(back->body)["choices"][0]["text"] == want);
   CHECK(c.output().find("cluster event=repaired") != std::string::npos);
+  CHECK(c.terminate() == 0);
+}
+
+TEST_CASE("engine-coordinator --request-timeout bounds a pass lost without a closed connection", "[api]") {
+  const std::string model = stories_path();
+  WorkerProcess w1("node-01", model, {"--insecure"});
+  WorkerProcess w2("node-02", model, {"--insecure"});
+  // A long heartbeat timeout, so the frozen worker's silent link is not closed first.
+  std::string yaml = two_node_yaml(model, w1.port(), w2.port());
+  {
+    std::ifstream in(yaml);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    text.replace(text.find("  nodes:"), 0, "  heartbeat_timeout: 60\n");
+    std::ofstream(yaml) << text;
+  }
+  CoordinatorProcess c({"--config", yaml, "-t", "1", "--request-timeout", "1.5"});
+  REQUIRE(post_completion(c.port())->status == 200);
+  ::kill(w2.pid(), SIGSTOP);  // frozen: its connection stays open, its pass never comes back
+  const auto t0 = std::chrono::steady_clock::now();
+  auto lost = post_completion(c.port());
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::kill(w2.pid(), SIGCONT);
+  REQUIRE(lost);
+  INFO(lost->body);
+  CHECK(lost->status == 502);
+  CHECK(lost->body.find("within 1500 ms") != std::string::npos);
+  CHECK(waited < 10);
   CHECK(c.terminate() == 0);
 }

@@ -5,7 +5,7 @@
 // Options: --api-key KEY | --api-key-file F, --slots N, --queue N, -c/--ctx N, -t/--threads N,
 // --n-batch N, --alias NAME, --chat-template NAME, -to/--timeout S, --header-timeout S,
 // --max-connections N, --no-webui (no chat page and dashboard at GET /), --cors-origin ORIGIN,
-// --no-slots. Prints "listening on http://HOST:PORT" once it accepts connections; SIGTERM/SIGINT:
+// --no-slots, --take-over and --request-timeout S (cluster mode). Prints "listening on http://HOST:PORT" once it accepts connections; SIGTERM/SIGINT:
 // stop accepting, abort running requests, exit 0.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
