@@ -12,6 +12,7 @@
 #include <csignal>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "api_test_util.h"
 #include "coordinator_process.h"
@@ -124,6 +125,8 @@ TEST_CASE("a displaced coordinator answers 503 with the reason while another hol
   CoordinatorProcess second({"--config", yaml, "-t", "1", "--take-over"});
   REQUIRE(post_completion(second.port())->status == 200);
   CHECK(eventually_true([&] { return health(first.port()).first == 503; }));
+  // The refusal follows /health within the repairer's 50 ms poll.
+  std::this_thread::sleep_for(200ms);
   CHECK(eventually_true([&] { return first.output().find("taken over by coordinator 'engine-coordinator pid") != std::string::npos; }));
   const auto [status, body] = health(first.port());
   INFO(body);
@@ -145,7 +148,7 @@ TEST_CASE("a displaced coordinator answers 503 with the reason while another hol
   CHECK(first.terminate() == 0);
 }
 
-TEST_CASE("a static cluster reconnects and reloads a worker restarted at the same address, 503 meanwhile", "[api]") {
+TEST_CASE("a static cluster reconnects and reloads a worker restarted at the same address and answers 503 meanwhile", "[api]") {
   const std::string model = stories_path();
   const uint16_t port2 = 42202;  // fixed, so the restarted worker comes back at the same address
   WorkerProcess w1("node-01", model, {"--insecure"});
@@ -159,6 +162,7 @@ TEST_CASE("a static cluster reconnects and reloads a worker restarted at the sam
 
   w2->process->kill_now();
   CHECK(eventually_true([&] { return health(c.port()).first == 503; }));
+  std::this_thread::sleep_for(200ms);  // the refusal follows /health within the repairer's 50 ms poll
   CHECK(health(c.port()).second.find("node-02") != std::string::npos);
   auto during = post_completion(c.port());
   REQUIRE(during);
