@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <fmt/format.h>
 
 #include "engine/api/gated_stream.h"
@@ -40,6 +42,13 @@ void raise_descriptor_limit(size_t connections) {
 
 GatedServer::GatedServer() {
   new_task_queue = [] { return new InlineQueue; };
+  // httplib's default sets SO_REUSEPORT, which lets a second coordinator bind the same port and
+  // silently take half the connections. SO_REUSEADDR only (a restart may rebind a port whose old
+  // connections linger in TIME_WAIT); a port some process listens on fails with EADDRINUSE.
+  set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
 }
 
 GatedServer::~GatedServer() { stop_connections(); }
@@ -50,9 +59,13 @@ bool GatedServer::current_request_over_body_limit() { return t_stream && t_strea
 
 int GatedServer::bind(const std::string& host, int port) {
   int bound = port;
+  errno = 0;
   if (port == 0) bound = bind_to_any_port(host);
   else if (!bind_to_port(host, port)) bound = -1;
-  if (bound < 0) return -1;
+  if (bound < 0) {
+    bind_errno_ = errno;
+    return -1;
+  }
   // httplib listened with a backlog of 5; listen() again on a listening socket raises it.
   ::listen(svr_sock_, SOMAXCONN);
   raise_descriptor_limit(options_.gate.max_connections);

@@ -48,6 +48,8 @@ class GatedServer : public httplib::Server {
   // Binds host:port (0 = any free port) with a SOMAXCONN backlog and starts the gate and the
   // workers; the bound port, or -1.
   int bind(const std::string& host, int port);
+  // errno of the last failed bind() (EADDRINUSE when another process listens on the port).
+  int bind_errno() const { return bind_errno_; }
   // After stop() and the listen thread's return: closes every connection, joins the workers.
   void stop_connections();
 
@@ -68,6 +70,7 @@ class GatedServer : public httplib::Server {
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
   bool stopping_ = false;
+  int bind_errno_ = 0;
 };
 
 }  // namespace baton::api

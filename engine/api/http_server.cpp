@@ -2,6 +2,8 @@
 // cluster, metrics, tokenize, detokenize). Generation is in generation_handler.cpp.
 #include "engine/api/http_server.h"
 
+#include <cerrno>
+#include <cstring>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -343,7 +345,12 @@ void HttpServer::start() {
   auto& s = impl_->server;
   const auto& o = impl_->options;
   impl_->port = s.bind(o.host, o.port);
-  if (impl_->port < 0) fail("cannot listen on {}:{}: bind failed (address in use?)", o.host, o.port);
+  if (impl_->port < 0) {
+    const int err = s.bind_errno();
+    fail("cannot listen on {}:{}: {}", o.host, o.port,
+         err == EADDRINUSE ? std::string("address in use (another process listens on that port)")
+                           : fmt::format("bind failed ({})", err ? std::strerror(err) : "unknown error"));
+  }
   impl_->model.set_address(fmt::format("{}:{}", o.host, impl_->port));
   impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
   // The socket is already listening (connections queue in its backlog), so no wait is needed

@@ -79,6 +79,98 @@ class Replanner {
   std::thread thread_;
 };
 
+// A fixed node list (engine-coordinator --config without `nodes: auto`): when a worker's link is
+// lost (the worker died, restarted, or another coordinator took it over with --take-over), new
+// requests are refused with 503 and the reason, and this thread reconnects that node and loads
+// the plan again (Cluster::repair(); the other workers re-adopt their ranges) every second
+// until it works, then requests are served again. A pass running when the link is lost tries
+// one repair at once (the scheduler's runner repair), so a quick restart is a pause.
+class StaticRepairer {
+ public:
+  StaticRepairer(pipeline::Cluster& cluster, GuardedLayers& guard, serving::Scheduler& scheduler)
+      : cluster_(cluster), guard_(guard), scheduler_(scheduler) {
+    scheduler_.set_runner_repair([this](const std::string& error) {
+      if (!cluster_.broken()) return false;  // not a lost node: the requests end with the error
+      refuse(error);
+      return repair_now();
+    });
+    thread_ = std::thread([this] { run(); });
+  }
+  ~StaticRepairer() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void run() {
+    using namespace std::chrono_literals;
+    // 50 ms: a lost link turns into 503 refusals within that of /health showing it (a request
+    // that arrives in between meets the loss in its pass: 502, or a pause if the repair works).
+    while (!stopped(50ms)) {
+      const auto broken = cluster_.broken();
+      if (!broken) continue;
+      if (refusing().empty()) refuse(*broken);  // later, the last attempt's error says more
+      try {
+        scheduler_.run_exclusive([this] { return repair_now(); });
+      } catch (const std::exception& e) {
+        refuse(e.what());  // the same text as broken() then: logged once, not every second
+        stopped(1000ms);
+      }
+    }
+  }
+  // On the scheduler's thread, no pass in flight; the view's Stats round trips wait.
+  bool repair_now() {
+    bool repaired = false;
+    guard_.when_idle([&] { repaired = cluster_.repair(); }, std::chrono::seconds(10));
+    if (!cluster_.broken()) {  // repaired now, or by the other caller meanwhile
+      std::lock_guard lock(mutex_);
+      if (!refusal_.empty()) spdlog::info("cluster event=repaired reason=\"every node is loaded again: serving\"");
+      refusal_.clear();
+      scheduler_.set_unavailable("");
+    }
+    return repaired;
+  }
+  std::string refusing() {
+    std::lock_guard lock(mutex_);
+    return refusal_;
+  }
+  // Logs the first refusal at once, a changed one at most every 10 s (the attempts' errors vary
+  // in their details, e.g. the number of connection attempts).
+  void refuse(const std::string& why) {
+    std::lock_guard lock(mutex_);
+    if (why == refusal_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (refusal_.empty()) {
+      spdlog::error("cluster event=unavailable reason=\"{}\"; requests get 503 until the node is back", why);
+      last_log_ = now;
+    } else if (now - last_log_ >= std::chrono::seconds(10)) {
+      spdlog::warn("cluster event=still-unavailable reason=\"{}\"", why);
+      last_log_ = now;
+    }
+    refusal_ = why;
+    scheduler_.set_unavailable(fmt::format("the cluster cannot serve: {}", why));
+  }
+  bool stopped(std::chrono::milliseconds wait) {
+    std::unique_lock lock(mutex_);
+    wake_.wait_for(lock, wait, [&] { return stopping_; });
+    return stopping_;
+  }
+
+  pipeline::Cluster& cluster_;
+  GuardedLayers& guard_;
+  serving::Scheduler& scheduler_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::string refusal_;  // guarded by mutex_: what requests are refused with ("" = served)
+  std::chrono::steady_clock::time_point last_log_;  // guarded by mutex_
+  std::thread thread_;
+};
+
 struct ServedModel::Parts {
   std::unique_ptr<registry::DynamicCluster> dynamic;  // `nodes: auto`; owns the cluster and the view
   std::unique_ptr<LocalModel> local;
@@ -88,6 +180,7 @@ struct ServedModel::Parts {
   std::unique_ptr<StaticClusterView> static_view;
   std::unique_ptr<Replanner> replanner;  // stopped before the scheduler
   std::unique_ptr<DraftModel> draft;     // --model-draft, in this process
+  std::unique_ptr<StaticRepairer> repairer;  // likewise
 };
 
 namespace {
@@ -210,6 +303,8 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
   co.threads = options.threads;
   co.n_ctx = options.n_ctx;
   co.max_sequences = options.scheduler.slots;
+  co.take_over = options.take_over;
+  co.request_timeout = options.request_timeout;
   if (config.nodes_auto) {
     // Workers register (engine-worker --join / --registry); see docs/REGISTRY.md. The head,
     // tokenizer and runner are the DynamicCluster's: they outlive every re-plan.
@@ -245,11 +340,15 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
   node.memory_used_bytes = cluster->file()->total_file_bytes();
   s->parts_->static_view = std::make_unique<StaticClusterView>(*cluster, *s->parts_->guard, node);
   s->view_ = s->parts_->static_view.get();
+  s->parts_->repairer = std::make_unique<StaticRepairer>(*cluster, *s->parts_->guard, *s->scheduler_);
   return s;
 }
 
 ServedModel::~ServedModel() {
-  if (parts_) parts_->replanner.reset();  // no re-plan while the scheduler goes
+  if (parts_) {
+    parts_->replanner.reset();  // no re-plan or repair while the scheduler goes
+    parts_->repairer.reset();
+  }
   scheduler_.reset();  // ends running requests before the layers go away
 }
 

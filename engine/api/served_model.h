@@ -4,6 +4,7 @@
 // Thread-safety: the accessors are safe from any thread (the scheduler and views synchronise).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -48,6 +49,8 @@ struct ServeOptions {
   int threads = 0;                      // <= 0: all cores
   int64_t n_ctx = 0;                    // <= 0: the model's, capped at 4096
   WeightPlacement placement = WeightPlacement::kResident;  // local mode (--mmap: kMapped)
+  bool take_over = false;  // cluster mode: take workers another coordinator holds (--take-over)
+  std::chrono::milliseconds request_timeout{30000};  // cluster mode: one forward pass (--request-timeout)
 };
 
 class ServedModel {

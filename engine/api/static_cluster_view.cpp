@@ -16,7 +16,11 @@ StaticClusterView::StaticClusterView(pipeline::Cluster& cluster, GuardedLayers& 
 
 void StaticClusterView::refresh() const {
   std::lock_guard lock(mutex_);
-  if (!failure_.empty()) return;
+  // A lost link is the cluster's to repair (ServedModel's repairer); its reason names the node.
+  if (auto broken = cluster_.broken()) {
+    failure_ = *broken;
+    return;
+  }
   try {
     std::vector<pipeline::StageStats> fresh;
     if (!guard_.when_idle([&] { fresh = cluster_.stats(); }, std::chrono::milliseconds(200))) return;
@@ -27,6 +31,7 @@ void StaticClusterView::refresh() const {
       if (busy != fresh[i].values.end()) load_value_[i] = load_[i].update(busy->second / 1000.0, now);
     }
     stats_ = std::move(fresh);
+    failure_.clear();  // every node answered (again)
   } catch (const std::exception& e) {
     failure_ = e.what();
   }

@@ -2,8 +2,9 @@
 // workers of the plan, in pipeline order. Worker status, load and compute time come from
 // Cluster::stats(), asked through GuardedLayers::when_idle() so the round trip never
 // interleaves with forward passes; when the pipeline stays busy the last answer is reused.
-// A failed Stats round trip (a worker died) marks the cluster not ready and the node it names
-// offline; a static cluster does not recover (the registry's dynamic view does).
+// A lost link (Cluster::broken(): a worker died or was taken over by another coordinator) or a
+// failed Stats round trip marks the cluster not ready and the node it names offline, until the
+// pipeline is repaired (ServedModel reconnects and reloads it) and every node answers again.
 // Thread-safe.
 #pragma once
 

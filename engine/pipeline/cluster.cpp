@@ -8,6 +8,11 @@
 #include <random>
 #include <thread>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
 #include "engine/base/error.h"
 #include "engine/model/stage.h"
 #include "engine/pipeline/wire.h"
@@ -21,9 +26,10 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 struct Cluster::Link {
-  net::ConnectionPtr connection;
+  net::ConnectionPtr connection;  // replaced only by connect_link (the runner's thread)
   mutable std::mutex mutex;
-  std::optional<std::string> closed;  // why the connection ended
+  uint64_t current = 0;               // guarded: id of `connection` (a late close of an older one is ignored)
+  std::optional<std::string> closed;  // guarded: why the connection ended
 };
 
 namespace {
@@ -39,7 +45,14 @@ const T* as(const net::Incoming& in) {
 
 }  // namespace
 
-Cluster::Cluster(const ClusterConfig& config, const ClusterOptions& options) : options_(options) {
+std::string default_coordinator_id() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown-host");
+  return fmt::format("{} pid {} on {}", program_invocation_short_name, ::getpid(), host);
+}
+
+Cluster::Cluster(const ClusterConfig& config, const ClusterOptions& options) : options_(options), cluster_config_(config) {
+  if (options_.coordinator_id.empty()) options_.coordinator_id = default_coordinator_id();
   file_ = gguf::GgufFile::open(config.model);
   config_ = ModelConfig::from_metadata(file_->metadata());
   identity_ = gguf::model_identity(*file_);
@@ -73,9 +86,21 @@ Cluster::Cluster(const ClusterConfig& config, const ClusterOptions& options) : o
     no.auth = net::AuthConfig::with_secret(net::load_secret_file(config.secret_file));
   else
     fail("{}: cluster needs secret_file or `insecure: true`", config.source);
-  node_ = std::make_unique<net::Node>(std::move(no), inbox_.handler());
+  // A take-over notice is noted on the I/O thread, before the close that follows it is seen.
+  node_ = std::make_unique<net::Node>(std::move(no), [this, push = inbox_.handler()](net::Incoming&& in) {
+    if (const auto* e = std::get_if<net::ErrorReport>(&in.message);
+        e && e->code == static_cast<uint32_t>(ErrorCode::kTakenOver)) {
+      spdlog::error("coordinator '{}': {}", options_.coordinator_id, e->message);
+      std::lock_guard lock(notices_mutex_);
+      taken_over_[in.connection->id()] = e->message;
+    }
+    push(std::move(in));
+  });
   connect_all(config);
-  load_all(config);
+  load_all(config, true);
+  // --take-over is the operator's decision for this load; a repair never takes a node back
+  // from a coordinator that took it over (two such coordinators would take turns forever).
+  options_.take_over = false;
   metrics_.max_in_flight = layers_.max_in_flight();
   for (const auto& p : plan_) metrics_.stages.push_back({p.id, 0, 0, 0});
   for (size_t h = 0; h <= plan_.size(); ++h) {
@@ -107,25 +132,99 @@ std::string Cluster::name(size_t i) const {
 void Cluster::connect_all(const ClusterConfig& config) {
   const auto deadline = Clock::now() + seconds_ms(config.connect_timeout_s);
   for (size_t i = 0; i < plan_.size(); ++i) {
-    auto link = std::make_shared<Link>();
-    net::ConnectOptions co;
-    co.deadline = std::max(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-    try {
-      link->connection = node_->connect(plan_[i].host, plan_[i].port, co);
-    } catch (const std::exception& e) {
-      fail("{} did not answer within {} s: {}", name(i), config.connect_timeout_s, e.what());
-    }
-    const auto& peer = link->connection->peer().hello;
-    if (peer.node_id != plan_[i].id)
-      fail("{} answered as node '{}', expected '{}'", name(i), peer.node_id, plan_[i].id);
-    link->connection->on_closed([weak = std::weak_ptr<Link>(link)](const net::CloseInfo& info) {
-      if (auto l = weak.lock()) {
-        std::lock_guard lock(l->mutex);
-        l->closed = info.reason;
-      }
-    });
-    links_.push_back(std::move(link));
+    links_.push_back(std::make_shared<Link>());
+    connect_link(i, deadline, config.connect_timeout_s);
   }
+}
+
+void Cluster::connect_link(size_t i, Clock::time_point deadline, double timeout_s) {
+  auto& link = links_[i];
+  net::ConnectOptions co;
+  co.deadline = std::max(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  net::ConnectionPtr connection;
+  try {
+    connection = node_->connect(plan_[i].host, plan_[i].port, co);
+  } catch (const std::exception& e) {
+    fail("{} did not answer within {} s: {}", name(i), timeout_s, e.what());
+  }
+  const auto& peer = connection->peer().hello;
+  if (peer.node_id != plan_[i].id) {
+    connection->close("unexpected node id");
+    fail("{} answered as node '{}', expected '{}'", name(i), peer.node_id, plan_[i].id);
+  }
+  {
+    std::lock_guard lock(link->mutex);
+    link->connection = connection;
+    link->current = connection->id();
+    link->closed.reset();
+  }
+  connection->on_closed([this, id = connection->id(), weak = std::weak_ptr<Link>(link)](const net::CloseInfo& info) {
+    auto l = weak.lock();
+    if (!l) return;
+    std::string why = info.reason;
+    {
+      std::lock_guard lock(notices_mutex_);
+      if (auto it = taken_over_.find(id); it != taken_over_.end()) why = it->second;
+    }
+    std::lock_guard lock(l->mutex);
+    if (l->current == id && !l->closed) l->closed = why;
+  });
+  // The close may have been seen before the callback was set.
+  if (!connection->is_open()) {
+    std::lock_guard lock(link->mutex);
+    if (!link->closed) link->closed = connection->close_info() ? connection->close_info()->reason : "connection closed";
+  }
+}
+
+std::optional<std::string> Cluster::broken() const {
+  std::vector<std::string> lost;
+  for (size_t i = 0; i < links_.size(); ++i) {
+    std::lock_guard lock(links_[i]->mutex);
+    if (links_[i]->closed) lost.push_back(fmt::format("{} is gone: {}", name(i), *links_[i]->closed));
+  }
+  {
+    std::lock_guard lock(notices_mutex_);
+    if (!not_loaded_.empty()) lost.push_back(not_loaded_);
+  }
+  if (lost.empty()) return std::nullopt;
+  return fmt::format("{}", fmt::join(lost, "; "));
+}
+
+bool Cluster::repair() {
+  if (!layers_.passes_.empty()) fail("repair: {} passes are in flight", layers_.passes_.size());
+  const auto why = broken();
+  if (!why) return false;
+  const double timeout_s = std::min(cluster_config_.connect_timeout_s, 2.0);
+  const auto deadline = Clock::now() + seconds_ms(timeout_s);
+  std::vector<std::string> lost;
+  for (size_t i = 0; i < links_.size(); ++i) {
+    bool closed = false;
+    {
+      std::lock_guard lock(links_[i]->mutex);
+      closed = links_[i]->closed.has_value();
+    }
+    if (!closed) continue;
+    lost.push_back(plan_[i].id);
+    if (links_[i]->connection) links_[i]->connection->close("reconnecting");
+    connect_link(i, deadline, timeout_s);
+  }
+  if (lost.empty())
+    spdlog::debug("coordinator: loading the plan again");
+  else
+    spdlog::info("coordinator: reconnected {}; loading the plan again", fmt::join(lost, ", "));
+  try {
+    load_all(cluster_config_, false);
+  } catch (const std::exception& e) {
+    std::lock_guard lock(notices_mutex_);
+    not_loaded_ = e.what();
+    throw;
+  }
+  {
+    std::lock_guard lock(notices_mutex_);
+    not_loaded_.clear();
+  }
+  spdlog::info("coordinator: pipeline repaired, serving again");
+  return true;
 }
 
 void Cluster::abandon_node(const std::string& node_id, const std::string& reason) {
@@ -164,7 +263,7 @@ std::optional<net::Incoming> Cluster::next_message(std::chrono::milliseconds wai
   }
 }
 
-void Cluster::load_all(const ClusterConfig& config) {
+void Cluster::load_all(const ClusterConfig& config, bool initial) {
   std::random_device rd;
   const uint64_t load_id = (uint64_t{rd()} << 32) | rd();
   for (size_t i = 0; i < plan_.size(); ++i) {
@@ -176,7 +275,10 @@ void Cluster::load_all(const ClusterConfig& config) {
     p.layer_last = static_cast<uint32_t>(plan_[i].last - 1);
     p.activation_dtype = activations_;
     if (i + 1 < plan_.size()) p.next_hop = net::NextHop{plan_[i + 1].host, plan_[i + 1].port, plan_[i + 1].id};
-    p.options = {{kOptionNCtx, std::to_string(n_ctx_)}, {kOptionMaxSequences, std::to_string(options_.max_sequences)}};
+    p.options = {{kOptionNCtx, std::to_string(n_ctx_)},
+                 {kOptionMaxSequences, std::to_string(options_.max_sequences)},
+                 {kOptionCoordinator, options_.coordinator_id}};
+    if (options_.take_over) p.options.push_back({kOptionTakeOver, "1"});
     links_[i]->connection->send(p);
   }
   std::vector<bool> ready(plan_.size(), false);
@@ -209,7 +311,7 @@ void Cluster::load_all(const ClusterConfig& config) {
   }
   if (!failures.empty()) {
     for (auto& l : links_) l->connection->send(net::Rollback{load_id});
-    close_all("load rolled back");
+    if (initial) close_all("load rolled back");
     fail("cluster load failed, rolled back: {}", fmt::join(failures, "; "));
   }
   for (auto& l : links_) l->connection->send(net::Commit{load_id});
@@ -286,6 +388,10 @@ void RemoteLayers::submit(const TokenBatch& batch, std::vector<float>& hidden) {
     c.check_links();
   } catch (const std::exception& e) {
     fail_all(fmt::format("forward: {}", e.what()));
+  }
+  {
+    std::lock_guard lock(c.notices_mutex_);
+    if (!c.not_loaded_.empty()) fail("forward: the pipeline is not loaded: {}", c.not_loaded_);
   }
   Pass p;
   p.id = next_micro_batch_++;

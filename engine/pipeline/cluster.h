@@ -36,11 +36,28 @@ struct ClusterOptions {
   int threads = 0;         // coordinator threads for embedding and head; <= 0: all cores
   int64_t n_ctx = 0;       // <= 0: the model's, capped at 4096; sent to every worker
   int max_sequences = 1;   // KV cache slots on every worker
-  std::chrono::milliseconds request_timeout{300000};  // one forward pass through the chain
+  // One forward pass through the chain (engine-coordinator/engine-run/engine-bench
+  // --request-timeout): a pass lost without a closed connection fails after this long.
+  std::chrono::milliseconds request_timeout{30000};
   int max_in_flight = 0;   // RemoteLayers passes in flight; <= 0: one per stage
   // Activations on the wire; nullopt: the YAML's cluster.activations (default f32, exact).
   std::optional<net::DType> activations;
+  // Who this coordinator is to its workers (Prepare option `coordinator`): a worker held by
+  // another instance refuses the load naming its holder. Empty: "<program> pid N on HOST".
+  // Pipelines of one coordinator (a DynamicCluster's re-plans) share one id.
+  std::string coordinator_id;
+  // Take workers held by another coordinator over (--take-over): that one is told and closed.
+  bool take_over = false;
 };
+
+// The tools' --take-over and --request-timeout help, one wording for all.
+inline constexpr const char* kTakeOverHelp =
+    "take over workers that another coordinator holds (it is told, logs it and answers 503; default: refuse, naming it)";
+inline constexpr const char* kRequestTimeoutHelp =
+    "seconds one forward pass through the workers may take before its request fails (default 30)";
+
+// "<program> pid N on HOST": a coordinator instance's default id.
+std::string default_coordinator_id();
 
 // One worker's counters (Stats reply), cumulative since it started.
 struct StageStats {
@@ -150,13 +167,26 @@ class Cluster {
   // connection stays open): its link is closed and a pass waiting on the chain fails within
   // ~100 ms naming it, instead of after request_timeout. Thread-safe; unknown ids are ignored.
   void abandon_node(const std::string& node_id, const std::string& reason);
+  // Why the pipeline cannot serve now ("node node-02 (127.0.0.1:8011) is gone: ..."), naming
+  // every lost node; nullopt while every link is open. Thread-safe.
+  std::optional<std::string> broken() const;
+  // Reconnects the lost nodes (each within min(connect_timeout, 2 s)) and loads the plan again
+  // as one transaction: nodes that kept their range re-adopt it (KV caches cleared), restarted
+  // ones load it, a node held by another coordinator refuses. Returns false with nothing to
+  // repair; throws baton::Error naming what failed (the links that work stay open). Like
+  // forward(): no pass in flight, not concurrently with the runner.
+  bool repair();
+  const std::string& coordinator_id() const { return options_.coordinator_id; }
   net::DType activations() const { return activations_; }
 
  private:
   friend class RemoteLayers;
   struct Link;
   void connect_all(const ClusterConfig& config);
-  void load_all(const ClusterConfig& config);
+  // Connects link i (new or lost) within `deadline`; throws naming the node.
+  void connect_link(size_t i, std::chrono::steady_clock::time_point deadline, double timeout_s);
+  // initial: a failure closes every link (the constructor throws); a repair keeps them.
+  void load_all(const ClusterConfig& config, bool initial);
   void close_all(const std::string& reason);
   std::string name(size_t i) const;  // "node node-02 (127.0.0.1:8011)"
   // Throws if some connection has closed, naming its node.
@@ -168,6 +198,12 @@ class Cluster {
   std::vector<StageStats> round_trip_stats(const char* what);
 
   ClusterOptions options_;
+  ClusterConfig cluster_config_;  // for repair()
+  // A worker's take-over notice (ErrorReport kTakenOver) by connection id, noted on the I/O
+  // thread so the close that follows it is reported with the reason.
+  mutable std::mutex notices_mutex_;
+  std::map<uint64_t, std::string> taken_over_;
+  std::string not_loaded_;  // guarded by notices_mutex_: why the last repair's load failed
   net::DType activations_ = net::DType::kF32;
   mutable std::mutex metrics_mutex_;
   ClusterMetrics metrics_;

@@ -32,6 +32,7 @@ enum class ErrorCode : uint32_t {
   kNotServing = 2,     // Forward before Commit or after Rollback
   kBadRequest = 3,     // a Forward whose tensor does not fit the loaded model
   kNextHop = 4,        // the result could not be sent to the next hop
+  kTakenOver = 5,      // another coordinator took this worker over (--take-over); the connection closes next
 };
 
 // How often the pipeline's nodes probe each link's clock offset (net::NodeOptions): the
@@ -41,6 +42,12 @@ inline constexpr std::chrono::milliseconds kClockProbeInterval{100};
 // Prepare.options keys the coordinator sets.
 inline constexpr const char* kOptionNCtx = "n_ctx";
 inline constexpr const char* kOptionMaxSequences = "max_sequences";
+// Ownership (issue 29): a worker belongs to one coordinator at a time. `coordinator` names the
+// coordinator instance that sends the Prepare (a Prepare from another instance while the
+// holder's connection is open is refused with Failed naming the holder); `take_over` = "1"
+// takes the worker over anyway, the displaced holder gets ErrorReport kTakenOver and is closed.
+inline constexpr const char* kOptionCoordinator = "coordinator";
+inline constexpr const char* kOptionTakeOver = "take_over";
 
 std::vector<net::TokenInfo> to_wire(const TokenBatch& batch);
 // hints: Forward.row_hints (empty, or one valid RowHint byte per token; else baton::Error).

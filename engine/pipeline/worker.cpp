@@ -23,6 +23,10 @@ struct Worker::Load {
   ModelConfig config;
   std::unique_ptr<Stage> stage;
   net::ConnectionPtr coordinator;
+  std::string holder;  // the coordinator instance that made it (Prepare option `coordinator`)
+  // Committed once: a later Prepare of the same holder (or, kept without a coordinator, of any)
+  // for the same layers re-adopts the stage, and a Rollback of such a re-adoption keeps it.
+  bool reusable = false;
   net::ConnectionPtr next;  // nullptr: last stage
   std::string next_name;
   net::DType activations = net::DType::kF32;  // what this stage sends on
@@ -39,6 +43,18 @@ constexpr size_t kMaxHeldBeforeCommit = 256;
 
 bool is_chain_message(const net::Message& m) {
   return std::holds_alternative<net::Forward>(m) || std::holds_alternative<net::ResetSequence>(m);
+}
+
+std::string prepare_option(const net::Prepare& p, std::string_view key) {
+  for (const auto& kv : p.options)
+    if (kv.key == key) return kv.value;
+  return {};
+}
+
+// "coordinator 'engine-coordinator pid 12 on laptop-01' (connected from 10.0.0.5:41234)"
+std::string describe_holder(const std::string& holder, const net::ConnectionPtr& connection) {
+  return fmt::format("coordinator '{}' (connected from {})", holder.empty() ? std::string("unnamed") : holder,
+                     connection ? connection->peer().address : std::string("?"));
 }
 }  // namespace
 
@@ -124,6 +140,7 @@ void Worker::handle(net::Incoming& in) {
         } else if constexpr (std::is_same_v<T, net::Commit>) {
           if (load_ && load_->load_id == m.load_id) {
             load_->committed = true;
+            load_->reusable = true;
             spdlog::info("{}: load {} committed, serving layers {}..{}", options_.node_id, m.load_id,
                          load_->stage->first_layer(), load_->stage->last_layer() - 1);
             auto held = std::move(load_->held);
@@ -135,7 +152,17 @@ void Worker::handle(net::Incoming& in) {
                    fmt::format("node {}: Commit of unknown load {}", options_.node_id, m.load_id));
           }
         } else if constexpr (std::is_same_v<T, net::Rollback>) {
-          if (load_ && load_->load_id == m.load_id) release("rollback");
+          if (load_ && load_->load_id == m.load_id) {
+            // A re-adopted stage stays with its holder (a coordinator repairing its chain tries
+            // again); anything else is released.
+            if (load_->reusable && load_->coordinator && load_->coordinator->is_open()) {
+              load_->committed = false;
+              load_->held.clear();
+              spdlog::info("{}: load {} rolled back; layers kept for their coordinator", options_.node_id, m.load_id);
+            } else {
+              release("rollback");
+            }
+          }
         } else if constexpr (std::is_same_v<T, net::Forward>) {
           on_forward(m, in.body, from,
                      in.received_at == Clock::time_point{} ? Clock::now() : in.received_at);
@@ -173,7 +200,34 @@ void Worker::handle(net::Incoming& in) {
 
 void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
   const auto t0 = Clock::now();
-  if (options_.keep_load_without_coordinator && try_readopt(p, from)) return;
+  const std::string holder = prepare_option(p, kOptionCoordinator);
+  const bool held_by_other = load_ && load_->coordinator && load_->coordinator->is_open() &&
+                             load_->coordinator->id() != from->id() && load_->holder != holder;
+  if (held_by_other) {
+    const std::string current = describe_holder(load_->holder, load_->coordinator);
+    const std::string layers = load_->stage ? fmt::format("layers {}..{}", load_->stage->first_layer(),
+                                                          load_->stage->last_layer() - 1)
+                                            : std::string("a load");
+    if (prepare_option(p, kOptionTakeOver) != "1") {
+      const std::string reason = fmt::format(
+          "node {} belongs to {}, which holds {}: stop that coordinator, or take the node over with --take-over",
+          options_.node_id, current, layers);
+      spdlog::warn("{}: refusing load {} from {}: {}", options_.node_id, p.load_id, describe_holder(holder, from), reason);
+      from->send(net::Failed{p.load_id, reason});
+      return;
+    }
+    const std::string notice = fmt::format("node {} was taken over by {} (--take-over): its {} for this coordinator "
+                                           "are released",
+                                           options_.node_id, describe_holder(holder, from), layers);
+    spdlog::warn("{}: taken over: {} replaces {}", options_.node_id, describe_holder(holder, from), current);
+    // Tell the displaced coordinator why before its connection closes (close() flushes).
+    load_->coordinator->send(net::ErrorReport{static_cast<uint32_t>(ErrorCode::kTakenOver), notice});
+    load_->coordinator->close(notice);
+    release("taken over");
+  }
+  // Here any load left is this coordinator's, or its holder has gone.
+  const bool same_holder = load_ && load_->holder == holder;
+  if ((options_.keep_load_without_coordinator || same_holder) && try_readopt(p, from, holder)) return;
   release("a new Prepare replaces it");
   auto refuse = [&](const std::string& reason) {
     spdlog::warn("{}: refusing load {}: {}", options_.node_id, p.load_id, reason);
@@ -208,6 +262,7 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
     load->config = ModelConfig::from_metadata(file_->metadata());
     load->stage = std::make_unique<Stage>(file_, load->config, p.layer_first, int64_t{p.layer_last} + 1, so, *pool_);
     load->coordinator = from;
+    load->holder = holder;
     load->activations = p.activation_dtype;
     load->max_sequences = so.max_sequences;
     if (p.next_hop) {
@@ -232,8 +287,8 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
   }
 }
 
-bool Worker::try_readopt(const net::Prepare& p, const net::ConnectionPtr& from) {
-  if (!load_ || !load_->committed || identity_ != p.model_identity || load_->activations != p.activation_dtype ||
+bool Worker::try_readopt(const net::Prepare& p, const net::ConnectionPtr& from, const std::string& holder) {
+  if (!load_ || !load_->reusable || identity_ != p.model_identity || load_->activations != p.activation_dtype ||
       load_->stage->first_layer() != int64_t{p.layer_first} || load_->stage->last_layer() != int64_t{p.layer_last} + 1)
     return false;
   int64_t n_ctx = 0;
@@ -262,7 +317,9 @@ bool Worker::try_readopt(const net::Prepare& p, const net::ConnectionPtr& from) 
   load_->stage->reset_all();
   load_->load_id = p.load_id;
   load_->committed = false;
+  load_->held.clear();
   load_->coordinator = from;
+  load_->holder = holder;
   spdlog::info("{}: re-adopted load {}: layers {}..{} already loaded, no reload", options_.node_id, p.load_id,
                p.layer_first, p.layer_last);
   from->send(net::Ready{p.load_id, load_->stage->weight_bytes() + load_->stage->kv_cache_bytes(), 0});

@@ -69,7 +69,7 @@ class Worker {
   void dispatch(net::Incoming& in);
   void handle(net::Incoming& in);
   // The re-adoption above; true when it answered Ready.
-  bool try_readopt(const net::Prepare& p, const net::ConnectionPtr& from);
+  bool try_readopt(const net::Prepare& p, const net::ConnectionPtr& from, const std::string& holder);
   void on_prepare(const net::Prepare& p, const net::ConnectionPtr& from);
   void on_forward(const net::Forward& f, const net::Payload& body, const net::ConnectionPtr& from,
                   std::chrono::steady_clock::time_point received_at);

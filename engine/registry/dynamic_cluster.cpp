@@ -32,6 +32,15 @@ bool usable(const NodeEntry& e, const std::string& identity) {
   return e.heard && e.state == NodeState::kOnline && e.record.model_identity == identity;
 }
 
+// A planned node that registered again at another address (a worker restarted on a new port):
+// the loaded pipeline's link is to the old process, so the node counts as lost until a re-plan
+// loads it at the new address. "" when the addresses agree.
+std::string moved_since_planned(const PlannedNode& p, const NodeEntry& e) {
+  if (e.record.host == p.record.host && e.record.port == p.record.port) return {};
+  return fmt::format("re-registered at {}:{}, the loaded pipeline uses {}:{}", e.record.host, e.record.port,
+                     p.record.host, p.record.port);
+}
+
 }  // namespace
 
 DynamicCluster::DynamicCluster(const ClusterConfig& config, DynamicClusterOptions options)
@@ -61,6 +70,8 @@ DynamicCluster::DynamicCluster(const ClusterConfig& config, DynamicClusterOption
     pinned_.push_back(p);
   }
   options_.cluster.threads = 1;  // each pipeline's own head is not what serves: head() is
+  // Every pipeline of this coordinator is one holder to the workers (a re-plan is no take-over).
+  if (options_.cluster.coordinator_id.empty()) options_.cluster.coordinator_id = pipeline::default_coordinator_id();
   NodeRegistryOptions ro;
   ro.heartbeat_timeout = seconds_ms(config_.heartbeat_timeout_s);
   ro.persist_path = config_.registry_file;
@@ -108,7 +119,9 @@ void DynamicCluster::monitor() {
     for (const auto& p : plan()) {
       auto e = registry_->find(p.record.node_id);
       if (!e && untracked(p.record.node_id)) continue;
-      const NodeState now = e ? e->state : NodeState::kOffline;
+      const std::string moved = e ? moved_since_planned(p, *e) : std::string();
+      const NodeState now = e && moved.empty() ? e->state : NodeState::kOffline;
+      const std::string why = !moved.empty() ? moved : e ? e->reason : std::string("unknown");
       auto [it, fresh] = last.try_emplace(p.record.node_id, NodeState::kOnline);
       if (now == NodeState::kOffline && it->second != NodeState::kOffline) {
         {
@@ -116,19 +129,19 @@ void DynamicCluster::monitor() {
           if (broken_.empty())
             broken_ = fmt::format("node {} (layers {}-{}) went offline ({}); the loaded pipeline is broken until "
                                   "the coordinator re-plans",
-                                  p.record.node_id, p.first, p.last - 1, e ? e->reason : "unknown");
+                                  p.record.node_id, p.first, p.last - 1, why);
         }
         // A silent node (frozen, or cut off without a FIN) keeps its connection open: fail the
         // passes waiting on it now, so the scheduler's repair re-plans instead of waiting out
         // the pipeline's request timeout.
         std::lock_guard lock(cluster_mutex_);
         if (cluster_) cluster_->abandon_node(p.record.node_id, fmt::format("node {} went offline ({})", p.record.node_id,
-                                                                           e ? e->reason : "unknown"));
+                                                                           why));
       }
       if (now == NodeState::kOffline && it->second != NodeState::kOffline)
         spdlog::warn("registry event=re-plan node={} reason=\"planned node (layers {}-{}) offline: {}; cluster not "
                      "ready until a re-plan over the nodes that remain\"",
-                     p.record.node_id, p.first, p.last - 1, e ? e->reason : "unknown");
+                     p.record.node_id, p.first, p.last - 1, why);
       else if (now != NodeState::kOffline && it->second == NodeState::kOffline)
         spdlog::info("registry event=node-back node={} reason=\"planned node online again\"", p.record.node_id);
       it->second = now;
@@ -298,7 +311,7 @@ bool DynamicCluster::lost_planned_node() const {
   for (const auto& p : plan()) {
     auto e = registry_->find(p.record.node_id);
     if (!e && untracked(p.record.node_id)) continue;
-    if (!e || e->state == NodeState::kOffline) return true;
+    if (!e || e->state == NodeState::kOffline || !moved_since_planned(p, *e).empty()) return true;
   }
   return false;
 }
@@ -325,6 +338,8 @@ bool DynamicCluster::replan() {
     if (!e || e->state == NodeState::kOffline)
       gone.push_back(fmt::format("node {} (layers {}-{}) is offline{}", p.record.node_id, p.first, p.last - 1,
                                  e && !e->reason.empty() ? " (" + e->reason + ")" : ""));
+    else if (const std::string moved = moved_since_planned(p, *e); !moved.empty())
+      gone.push_back(fmt::format("node {} (layers {}-{}) {}", p.record.node_id, p.first, p.last - 1, moved));
   }
   const auto records = usable_records();
   std::vector<PlannedNode> next;
@@ -487,7 +502,9 @@ api::ClusterViewSnapshot DynamicCluster::snapshot() const {
     v.first_layer = p.first;
     v.last_layer = p.last - 1;
     v.memory_used_bytes = p.bytes_needed;
-    if (v.status != "online")
+    if (const std::string moved = it != entries.end() ? moved_since_planned(p, *it) : std::string(); !moved.empty())
+      problems.push_back(fmt::format("node {} (layers {}-{}) {}", v.id, p.first, p.last - 1, moved));
+    else if (v.status != "online")
       problems.push_back(fmt::format("node {} (layers {}-{}) is {}{}", v.id, p.first, p.last - 1, v.status,
                                      it != entries.end() && !it->reason.empty() ? ": " + it->reason : ""));
     s.nodes.push_back(v);

@@ -47,6 +47,12 @@ void NodeRegistry::register_node(const NodeRecord& record, uint64_t connection) 
   auto [it, fresh] = nodes_.try_emplace(record.node_id);
   NodeEntry& e = it->second;
   const char* event = fresh ? "registered" : "re-registered";
+  const bool moved = !fresh && (e.record.host != record.host || e.record.port != record.port);
+  // A load in progress was for the old process: the coordinator re-plans at the new address.
+  if (moved && e.state == NodeState::kLoading) e.state = NodeState::kOnline;
+  if (moved)
+    log_event("address-changed", e, fmt::format("now at {}:{} (was {}:{})", record.host, record.port, e.record.host,
+                                                 e.record.port));
   e.record = record;
   e.connection = connection;
   e.last_seen = Clock::now();
@@ -72,6 +78,13 @@ void NodeRegistry::heartbeat(const NodeRecord& record, uint64_t connection) {
     return;
   }
   NodeEntry& e = it->second;
+  if (e.record.host != record.host || e.record.port != record.port || e.record.model_identity != record.model_identity) {
+    // Another process under this id (a worker restarted on a new port, e.g. before its etcd
+    // lease expired): its record replaces the old one, address included.
+    lock.unlock();
+    register_node(record, connection);
+    return;
+  }
   e.last_seen = Clock::now();
   e.record.load = record.load;
   e.record.memory_free = record.memory_free;

@@ -41,6 +41,8 @@ struct Options {
   bool mmap = false;  // keep weights in the file mapping
   int n_batch = 512, prefill_chunk = 0;
   std::vector<int> verify_rows;  // speculative verification passes of these many rows
+  bool take_over = false;        // --config: take workers held by another coordinator
+  double request_timeout_s = 30;  // --config: one forward pass through the chain
 };
 
 struct Stats {
@@ -245,6 +247,8 @@ int main(int argc, char** argv) {
                  "t/s = passes/s: compare with tg to see what a draft row costs)")
       ->delimiter(',')
       ->check(CLI::Range(1, 65));
+  app.add_flag("--take-over", o.take_over, std::string("with --config: ") + baton::pipeline::kTakeOverHelp);
+  app.add_option("--request-timeout", o.request_timeout_s, std::string("with --config: ") + baton::pipeline::kRequestTimeoutHelp)->check(CLI::Range(0.001, 86400.0));
   app.add_option("-r,--repetitions", o.reps, "repetitions per test")->check(CLI::Range(1, 1000));
   app.add_flag("--mmap", o.mmap, "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
   app.add_option("-o,--output", o.output, "md or json")->check(CLI::IsMember({"md", "json"}));
@@ -272,6 +276,8 @@ int main(int argc, char** argv) {
         baton::pipeline::ClusterOptions co;
         co.threads = threads;
         co.n_ctx = lo.n_ctx;
+        co.take_over = o.take_over;
+        co.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_s * 1000));
         cluster = std::make_unique<baton::pipeline::Cluster>(cc, co);
       } else {
         local = std::make_unique<baton::LocalModel>(o.model, lo);

@@ -5,7 +5,8 @@
 // Options: --api-key KEY | --api-key-file F, --slots N, --queue N, -c/--ctx N, -t/--threads N,
 // --n-batch N, --alias NAME, --chat-template NAME, -to/--timeout S, --header-timeout S,
 // --max-connections N, --no-webui (no chat page and dashboard at GET /), --cors-origin ORIGIN,
-// --no-slots, --secret-file F (with --config; systemd's credential); llama-server's -np/--parallel, -b/--batch-size,
+// --no-slots, --secret-file F, --take-over and --request-timeout S (with --config; the secret as systemd's credential);
+// --spec, --draft-max/--draft-min, --model-draft (speculative decoding); llama-server's -np/--parallel, -b/--batch-size,
 // --ctx-size; -ngl is ignored with a note. Prints "listening on http://HOST:PORT" once it accepts connections; SIGTERM/SIGINT:
 // stop accepting, abort running requests, exit 0. Under systemd (Type=notify) READY=1 follows the "listening on" line.
 #include <CLI/CLI.hpp>
@@ -84,6 +85,9 @@ int main(int argc, char** argv) {
       ->take_all();
   baton::tools::SpecOptions spec;
   spec.add_to(app);
+  app.add_flag("--take-over", so.take_over, std::string("with --config: ") + baton::pipeline::kTakeOverHelp);
+  double request_timeout_s = 30;
+  app.add_option("--request-timeout", request_timeout_s, std::string("with --config: ") + baton::pipeline::kRequestTimeoutHelp)->check(CLI::Range(0.001, 86400.0));
   bool no_slots = false;
   app.add_flag("--no-slots", no_slots, "disable GET /slots (501), as llama-server's --no-slots");
   // llama-server's -to and -np: CLI11 takes one-letter short names only.
@@ -91,6 +95,7 @@ int main(int argc, char** argv) {
                                                         {.renames = {{"-to", "--timeout"}, {"-np", "--parallel"}}}))
     return *code;
   http.webui = !no_webui;
+  so.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(request_timeout_s * 1000));
   if (mmap) so.placement = baton::WeightPlacement::kMapped;
   so.scheduler.cache_prompt = !no_cache_prompt;
   try {

@@ -42,6 +42,8 @@ struct Options {
   bool n_predict_given = false;
   std::string system_prompt, chat_template;
   baton::tools::SpecOptions spec;
+  bool take_over = false;        // --config: take workers held by another coordinator
+  double request_timeout_s = 30;  // --config: one forward pass through the chain
 };
 
 // "2,4" -> [0,2) [2,4) [4,n_layer)
@@ -79,6 +81,8 @@ int run(const Options& o) {
     baton::pipeline::ClusterOptions co;
     co.threads = o.threads;
     co.n_ctx = o.n_ctx;
+    co.take_over = o.take_over;
+    co.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_s * 1000));
     cluster = std::make_unique<baton::pipeline::Cluster>(cc, co);
   } else {
     baton::tools::warn_if_ctx_above_trained("engine-run", o.model, o.n_ctx);
@@ -227,6 +231,8 @@ int main(int argc, char** argv) {
                  "prompt tokens per pass on a pipeline (pieces of a chunk, same bits; 0: 128 / stages within [8, 32] on a cluster, whole chunks locally)")
       ->check(CLI::Range(0, 1 << 20));
   o.spec.add_to(app);
+  app.add_flag("--take-over", o.take_over, std::string("with --config: ") + baton::pipeline::kTakeOverHelp);
+  app.add_option("--request-timeout", o.request_timeout_s, std::string("with --config: ") + baton::pipeline::kRequestTimeoutHelp)->check(CLI::Range(0.001, 86400.0));
   app.add_option("--split", o.split, "run the layers as several local stages, e.g. 2,4 (for testing splits)");
   app.add_flag("--ignore-eos", o.ignore_eos, "generate past the end-of-generation token (up to -n)");
   app.add_flag("--conversation", o.conversation, "interactive chat with the model's chat template (also -cnv)");
