@@ -16,7 +16,7 @@
 #include <fstream>
 #include <string_view>
 
-#include "tools/log_to_stderr.h"
+#include "tools/logging.h"
 #include "engine/api/http_server.h"
 #include "engine/api/served_model.h"
 #include "engine/cluster/cluster_config.h"
@@ -78,7 +78,15 @@ int main(int argc, char** argv) {
       ->take_all();
   bool no_slots = false;
   app.add_flag("--no-slots", no_slots, "disable GET /slots (501), as llama-server's --no-slots");
+  baton::LogSettings log;
+  baton::tools::add_log_options(app, log);
   CLI11_PARSE(app, argc, argv);
+  try {
+    baton::tools::apply_log_options("engine-coordinator", log);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
   http.webui = !no_webui;
   if (mmap) so.placement = baton::WeightPlacement::kMapped;
   so.scheduler.cache_prompt = !no_cache_prompt;

@@ -7,11 +7,12 @@
 
 #include <csignal>
 
-#include "tools/log_to_stderr.h"
+#include "tools/logging.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
-  baton::tools::log_to_stderr("engine-ctl");
+  // Quiet by default: engine-ctl prints its findings itself; --log-level shows what it does.
+  baton::tools::log_to_stderr("engine-ctl", spdlog::level::warn);
   CLI::App app{"Operate a Baton cluster"};
   app.require_subcommand(1);
   baton::ctl::StatusArgs status;
@@ -25,10 +26,13 @@ int main(int argc, char** argv) {
   dr->add_option("-c,--ctx", doctor.n_ctx, "context length (default: the model's, at most 4096)");
   dr->add_option("--slots", doctor.slots, "KV cache slots per worker")->capture_default_str();
   dr->add_option("--timeout", doctor.timeout_s, "seconds per port probe")->capture_default_str();
+  baton::LogSettings log;
+  baton::tools::add_log_options(app, log);
+  app.fallthrough();  // the log flags after the subcommand too
   CLI11_PARSE(app, argc, argv);
-  spdlog::set_level(spdlog::level::warn);
   std::signal(SIGPIPE, SIG_IGN);
   try {
+    baton::tools::apply_log_options("engine-ctl", log, spdlog::level::warn);
     if (st->parsed()) return baton::ctl::run_status(status);
     return baton::ctl::run_doctor(doctor);
   } catch (const std::exception& e) {

@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "tools/log_to_stderr.h"
+#include "tools/logging.h"
 #include "command.h"
 
 namespace baton::tools {
@@ -44,6 +44,12 @@ void usage(std::FILE* to) {
 
 int main(int argc, char** argv) {
   baton::tools::log_to_stderr("engine-gguf");
+  try {
+    baton::tools::apply_log_options("engine-gguf", baton::tools::take_log_options(argc, argv));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
   if (argc < 2) {
     usage(stderr);
     return 1;
