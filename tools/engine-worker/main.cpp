@@ -31,6 +31,7 @@
 #include "engine/registry/etcd_registry.h"
 #include "engine/registry/join_client.h"
 #include "engine/registry/node_probe.h"
+#include "engine/registry/node_readings.h"
 #include "gguf/gguf_file.h"
 #include "net/auth.h"
 
@@ -138,6 +139,7 @@ int main(int argc, char** argv) {
         } catch (const std::exception&) {
         }
         r.load = static_cast<float>(load->sample());
+        r.readings = baton::registry::read_node_readings();
         return r;
       };
       if (!join.empty()) {
