@@ -16,12 +16,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_file(const fs::path& path, const std::string& text) {
+void write_reading_file(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path) << text;
 }
 
-fs::path fresh_root(const std::string& name) {
+fs::path fresh_reading_root(const std::string& name) {
   const fs::path root = fs::path(baton::test::temp_dir()) / name;
   fs::remove_all(root);
   fs::create_directories(root);
@@ -31,15 +31,15 @@ fs::path fresh_root(const std::string& name) {
 }  // namespace
 
 TEST_CASE("cpu temperature comes from the CPU hwmon chip, the hottest of its sensors", "[registry][readings]") {
-  const auto sys = fresh_root("sys-hwmon");
-  write_file(sys / "class/hwmon/hwmon0/name", "nvme\n");
-  write_file(sys / "class/hwmon/hwmon0/temp1_input", "80000\n");  // a disk: not the CPU
-  write_file(sys / "class/hwmon/hwmon1/name", "coretemp\n");
-  write_file(sys / "class/hwmon/hwmon1/temp1_input", "45000\n");
-  write_file(sys / "class/hwmon/hwmon1/temp2_input", "52500\n");
-  write_file(sys / "class/hwmon/hwmon1/temp2_label", "Core 0\n");
-  write_file(sys / "class/thermal/thermal_zone0/type", "acpitz\n");  // lower rank than the CPU chip
-  write_file(sys / "class/thermal/thermal_zone0/temp", "70000\n");
+  const auto sys = fresh_reading_root("sys-hwmon");
+  write_reading_file(sys / "class/hwmon/hwmon0/name", "nvme\n");
+  write_reading_file(sys / "class/hwmon/hwmon0/temp1_input", "80000\n");  // a disk: not the CPU
+  write_reading_file(sys / "class/hwmon/hwmon1/name", "coretemp\n");
+  write_reading_file(sys / "class/hwmon/hwmon1/temp1_input", "45000\n");
+  write_reading_file(sys / "class/hwmon/hwmon1/temp2_input", "52500\n");
+  write_reading_file(sys / "class/hwmon/hwmon1/temp2_label", "Core 0\n");
+  write_reading_file(sys / "class/thermal/thermal_zone0/type", "acpitz\n");  // lower rank than the CPU chip
+  write_reading_file(sys / "class/thermal/thermal_zone0/temp", "70000\n");
   auto t = baton::registry::read_cpu_temperature(sys);
   REQUIRE(t);
   CHECK(*t == Approx(52.5));
@@ -47,35 +47,35 @@ TEST_CASE("cpu temperature comes from the CPU hwmon chip, the hottest of its sen
 
 TEST_CASE("cpu temperature falls back to the thermal zones, then ACPI, and is unknown without sensors",
           "[registry][readings]") {
-  const auto zones = fresh_root("sys-zones");
-  write_file(zones / "class/thermal/thermal_zone0/type", "acpitz\n");
-  write_file(zones / "class/thermal/thermal_zone0/temp", "40000\n");
-  write_file(zones / "class/thermal/thermal_zone1/type", "x86_pkg_temp\n");
-  write_file(zones / "class/thermal/thermal_zone1/temp", "61000\n");
-  write_file(zones / "class/thermal/thermal_zone2/type", "iwlwifi_1\n");
-  write_file(zones / "class/thermal/thermal_zone2/temp", "90000\n");
+  const auto zones = fresh_reading_root("sys-zones");
+  write_reading_file(zones / "class/thermal/thermal_zone0/type", "acpitz\n");
+  write_reading_file(zones / "class/thermal/thermal_zone0/temp", "40000\n");
+  write_reading_file(zones / "class/thermal/thermal_zone1/type", "x86_pkg_temp\n");
+  write_reading_file(zones / "class/thermal/thermal_zone1/temp", "61000\n");
+  write_reading_file(zones / "class/thermal/thermal_zone2/type", "iwlwifi_1\n");
+  write_reading_file(zones / "class/thermal/thermal_zone2/temp", "90000\n");
   auto t = baton::registry::read_cpu_temperature(zones);
   REQUIRE(t);
   CHECK(*t == Approx(61.0));
 
-  const auto acpi = fresh_root("sys-acpi");
-  write_file(acpi / "class/thermal/thermal_zone0/type", "acpitz\n");
-  write_file(acpi / "class/thermal/thermal_zone0/temp", "48000\n");
+  const auto acpi = fresh_reading_root("sys-acpi");
+  write_reading_file(acpi / "class/thermal/thermal_zone0/type", "acpitz\n");
+  write_reading_file(acpi / "class/thermal/thermal_zone0/temp", "48000\n");
   t = baton::registry::read_cpu_temperature(acpi);
   REQUIRE(t);
   CHECK(*t == Approx(48.0));
 
-  const auto broken = fresh_root("sys-broken");
-  write_file(broken / "class/hwmon/hwmon0/name", "k10temp\n");
-  write_file(broken / "class/hwmon/hwmon0/temp1_input", "-273000\n");  // a disconnected probe
-  write_file(broken / "class/hwmon/hwmon0/temp2_input", "garbage\n");
+  const auto broken = fresh_reading_root("sys-broken");
+  write_reading_file(broken / "class/hwmon/hwmon0/name", "k10temp\n");
+  write_reading_file(broken / "class/hwmon/hwmon0/temp1_input", "-273000\n");  // a disconnected probe
+  write_reading_file(broken / "class/hwmon/hwmon0/temp2_input", "garbage\n");
   CHECK_FALSE(baton::registry::read_cpu_temperature(broken));
-  CHECK_FALSE(baton::registry::read_cpu_temperature(fresh_root("sys-empty")));
+  CHECK_FALSE(baton::registry::read_cpu_temperature(fresh_reading_root("sys-empty")));
 }
 
 TEST_CASE("network bytes sum every interface but loopback", "[registry][readings]") {
-  const auto proc = fresh_root("proc-net");
-  write_file(proc / "net/dev",
+  const auto proc = fresh_reading_root("proc-net");
+  write_reading_file(proc / "net/dev",
              "Inter-|   Receive                                                |  Transmit\n"
              " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n"
              "    lo: 5000 10 0 0 0 0 0 0 5000 10 0 0 0 0 0 0\n"
@@ -85,13 +85,13 @@ TEST_CASE("network bytes sum every interface but loopback", "[registry][readings
   REQUIRE(n);
   CHECK(n->received == 1020);
   CHECK(n->transmitted == 307);
-  CHECK_FALSE(baton::registry::read_network_bytes(fresh_root("proc-none")));
+  CHECK_FALSE(baton::registry::read_network_bytes(fresh_reading_root("proc-none")));
 }
 
 TEST_CASE("this machine's readings: memory, process, network and connections, no fake temperature",
           "[registry][readings]") {
   baton::registry::ReadingRoots roots;
-  roots.sys = fresh_root("sys-none");  // no sensors: the temperature is absent, not 0
+  roots.sys = fresh_reading_root("sys-none");  // no sensors: the temperature is absent, not 0
   const auto readings = baton::registry::read_node_readings(roots);
   std::map<std::string, double> by_name;
   for (const auto& r : readings) by_name[r.name] = r.value;

@@ -23,7 +23,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::vector<std::string> lines_of(const std::string& text) {
+std::vector<std::string> ops_log_lines(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);)
@@ -31,13 +31,13 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-std::string file_text(const std::string& path) {
+std::string ops_log_file_text(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // The worker's log once it is listening (its start line is logged at info).
-std::string worker_log(const std::vector<std::string>& extra) {
+std::string ops_worker_log(const std::vector<std::string>& extra) {
   const std::string model = baton::test::shared_path("models/stories260K.gguf");
   std::vector<std::string> args = {"--insecure"};
   args.insert(args.end(), extra.begin(), extra.end());
@@ -47,9 +47,9 @@ std::string worker_log(const std::vector<std::string>& extra) {
   return w.log();
 }
 
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
+struct OpsScopedEnv {
+  OpsScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~OpsScopedEnv() { unsetenv(name_); }
   const char* name_;
 };
 
@@ -57,26 +57,26 @@ struct ScopedEnv {
 
 TEST_CASE("engine-worker log lines carry UTC time, tool and node id, and --log-level and SPDLOG_LEVEL filter them",
           "[registry][logs]") {
-  const std::string plain = worker_log({});
+  const std::string plain = ops_worker_log({});
   INFO(plain);
   CHECK(plain.find("+00:00 [engine-worker lw] [info] engine-worker lw listening on 127.0.0.1:") != std::string::npos);
 
-  const std::string quiet = worker_log({"--log-level", "warn"});
+  const std::string quiet = ops_worker_log({"--log-level", "warn"});
   INFO(quiet);
   CHECK(quiet.find("[info]") == std::string::npos);
   CHECK(quiet.find("listening") == std::string::npos);
 
   {
-    ScopedEnv env("SPDLOG_LEVEL", "error");
-    const std::string from_env = worker_log({});
+    OpsScopedEnv env("SPDLOG_LEVEL", "error");
+    const std::string from_env = ops_worker_log({});
     INFO(from_env);
     CHECK(from_env.find("[info]") == std::string::npos);
     // The flag wins over the environment.
-    const std::string flag_wins = worker_log({"--log-level", "info"});
+    const std::string flag_wins = ops_worker_log({"--log-level", "info"});
     INFO(flag_wins);
     CHECK(flag_wins.find("[info] engine-worker lw listening") != std::string::npos);
   }
-  const std::string debug = worker_log({"--log-level", "debug"});
+  const std::string debug = ops_worker_log({"--log-level", "debug"});
   CHECK(debug.find("[debug]") != std::string::npos);
 
   // A bad level is refused by name.
@@ -138,7 +138,7 @@ TEST_CASE("json logs, access lines, per-node readings and the up gauge with two 
   REQUIRE(baton::test::eventually_true([&] {
     return coordinator.error_output().find("id=" + bad_id) != std::string::npos;
   }));
-  for (const auto& line : lines_of(coordinator.error_output())) {
+  for (const auto& line : ops_log_lines(coordinator.error_output())) {
     INFO(line);
     nlohmann::json j;
     REQUIRE_NOTHROW(j = nlohmann::json::parse(line));
@@ -157,12 +157,12 @@ TEST_CASE("json logs, access lines, per-node readings and the up gauge with two 
   CHECK(access_ok);
   CHECK(access_bad);
   // The file holds the same lines.
-  CHECK(file_text(coordinator_file).find("access id=ops-test-1 ") != std::string::npos);
+  CHECK(ops_log_file_text(coordinator_file).find("access id=ops-test-1 ") != std::string::npos);
   // The worker's json lines name its node.
-  const std::string wlog = file_text(worker_file);
+  const std::string wlog = ops_log_file_text(worker_file);
   INFO(wlog);
-  REQUIRE_FALSE(lines_of(wlog).empty());
-  for (const auto& line : lines_of(wlog)) {
+  REQUIRE_FALSE(ops_log_lines(wlog).empty());
+  for (const auto& line : ops_log_lines(wlog)) {
     const auto j = nlohmann::json::parse(line);
     CHECK(j["tool"] == "engine-worker");
     CHECK(j["node"] == "w1");
