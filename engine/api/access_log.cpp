@@ -83,7 +83,7 @@ void log_access(const httplib::Request& req, const httplib::Response& res) {
   access_record = AccessRecord{};
   std::string line = fmt::format("access id={} method={} path={} status={}", r.id, printable_path(req.method),
                                  printable_path(req.path), res.status);
-  if (r.error_status) line += fmt::format(" error_status={}", r.error_status);
+  if (r.error_status && r.error_status != res.status) line += fmt::format(" error_status={}", r.error_status);
   if (r.prompt_tokens >= 0) line += fmt::format(" prompt_tokens={} generated_tokens={}", r.prompt_tokens, r.generated_tokens);
   if (r.active)
     line += fmt::format(" ms={:.1f}", std::chrono::duration<double, std::milli>(AccessClock::now() - r.start).count());
