@@ -104,15 +104,7 @@ class Encoder {
     return {w::Message_StatsRequest, w::CreateStatsRequest(fbb_).Union()};
   }
   Out operator()(const Stats& m) {
-    fb::Offset<fb::Vector<fb::Offset<w::StatEntry>>> entries;
-    if (!m.entries.empty()) {
-      std::vector<fb::Offset<w::StatEntry>> es;
-      for (const StatEntry& e : m.entries) {
-        auto name = str(e.name);
-        es.push_back(w::CreateStatEntry(fbb_, name, e.value));
-      }
-      entries = fbb_.CreateVector(es);
-    }
+    auto entries = stat_entries(m.entries);
     return {w::Message_Stats, w::CreateStats(fbb_, entries).Union()};
   }
   Out operator()(const ErrorReport& m) {
@@ -161,8 +153,22 @@ class Encoder {
       layers = fbb_.CreateVectorOfStructs(rs);
     }
     auto identity = str(s.model_identity);
+    auto readings = stat_entries(s.readings);
     return w::CreateNodeStatus(fbb_, node_id, host, s.port, s.memory_total, s.memory_free,
-                               s.threads, isa, s.load, layers, identity, s.speed);
+                               s.threads, isa, s.load, layers, identity, s.speed, readings);
+  }
+
+  fb::Offset<fb::Vector<fb::Offset<w::StatEntry>>> stat_entries(const std::vector<StatEntry>& in) {
+    fb::Offset<fb::Vector<fb::Offset<w::StatEntry>>> entries;
+    if (!in.empty()) {
+      std::vector<fb::Offset<w::StatEntry>> es;
+      for (const StatEntry& e : in) {
+        auto name = str(e.name);
+        es.push_back(w::CreateStatEntry(fbb_, name, e.value));
+      }
+      entries = fbb_.CreateVector(es);
+    }
+    return entries;
   }
 
   fb::FlatBufferBuilder& fbb_;
@@ -213,6 +219,8 @@ NodeStatus read_status(const w::NodeStatus* s) {
     for (const w::LayerRange* r : *s->layers()) out.layers.push_back({r->first(), r->last()});
   out.model_identity = read_str(s->model_identity());
   out.speed = s->speed();
+  if (s->readings())
+    for (const w::StatEntry* e : *s->readings()) out.readings.push_back({read_str(e->name()), e->value()});
   return out;
 }
 
@@ -325,11 +333,13 @@ Result<Message> convert(const w::Header* header) {
     case w::Message_Register: {
       auto* s = header->message_as_Register()->status();
       if (auto p = too_many("Register.status.layers", s->layers(), kMaxListItems)) return bad(*p);
+      if (auto p = too_many("Register.status.readings", s->readings(), kMaxListItems)) return bad(*p);
       return Message(Register{read_status(s)});
     }
     case w::Message_Heartbeat: {
       auto* s = header->message_as_Heartbeat()->status();
       if (auto p = too_many("Heartbeat.status.layers", s->layers(), kMaxListItems)) return bad(*p);
+      if (auto p = too_many("Heartbeat.status.readings", s->readings(), kMaxListItems)) return bad(*p);
       return Message(Heartbeat{read_status(s)});
     }
     case w::Message_StatsRequest:

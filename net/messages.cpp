@@ -123,6 +123,11 @@ Problem check_status(std::string_view name, const NodeStatus& s) {
   for (const LayerRange& r : s.layers)
     if (r.first > r.last)
       return fmt::format("{}.layers: range [{}, {}] has first > last", name, r.first, r.last);
+  if (auto p = check_count(fmt::format("{}.readings", name), s.readings.size(), kMaxListItems)) return p;
+  for (const StatEntry& e : s.readings) {
+    if (auto p = check_string(fmt::format("{}.readings.name", name), e.name, kMaxNameBytes)) return p;
+    if (!std::isfinite(e.value)) return fmt::format("{}.readings: value of '{}' is not finite", name, e.name);
+  }
   return std::nullopt;
 }
 

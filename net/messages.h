@@ -160,6 +160,12 @@ struct ResetSequence {
   bool operator==(const ResetSequence&) const = default;
 };
 
+struct StatEntry {
+  std::string name;
+  double value = 0;
+  bool operator==(const StatEntry&) const = default;
+};
+
 struct NodeStatus {
   std::string node_id;
   std::string host;
@@ -172,6 +178,9 @@ struct NodeStatus {
   std::vector<LayerRange> layers;
   std::string model_identity;
   float speed = 0;  // finite, >= 0; measured compute speed, unit owned by the engine
+  // Machine readings by name (cpu_temperature_celsius, network_receive_bytes, ...: engine/registry/
+  // node_readings.h); finite values, an unknown one absent. Added within protocol 3.
+  std::vector<StatEntry> readings{};
   bool operator==(const NodeStatus&) const = default;
 };
 
@@ -187,12 +196,6 @@ struct Heartbeat {
 
 struct StatsRequest {
   bool operator==(const StatsRequest&) const = default;
-};
-
-struct StatEntry {
-  std::string name;
-  double value = 0;
-  bool operator==(const StatEntry&) const = default;
 };
 
 struct Stats {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct NodeView {
   uint64_t memory_total_bytes = 0;
   uint64_t memory_used_bytes = 0;      // weights + KV cache it reported
   double compute_ms_per_token = 0;     // cumulative stage compute / tokens (0 when unknown)
+  // The machine's readings by name (engine/registry/node_readings.h: cpu_temperature_celsius,
+  // network_receive_bytes, ...) from its last heartbeat or Stats reply; absent = unknown.
+  std::map<std::string, double> readings{};
 };
 
 struct ClusterViewSnapshot {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <set>
 
+#include "engine/api/access_log.h"
 #include "engine/api/constrained_generation.h"
 #include "engine/api/http_server_impl.h"
 #include "engine/api/structured_request.h"
@@ -129,6 +130,7 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
       }
     }
     serving::CompletionSummary s = handle->summary();
+    note_access_tokens(s);
     if (s.finish_reason != "stop" && s.finish_reason != "length") throw failure_of(s, stopping);
     json body = builder.body(s);
     if (endpoint == Endpoint::kChat) attach_tool_calls(body, r, *model.chat_template());
@@ -177,6 +179,7 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
         // Done: the final chunk (or an error event), usage, [DONE].
         st->finished = true;
         serving::CompletionSummary s = st->handle->summary();
+        note_access_tokens(s);
         std::string out;
         if (s.finish_reason == "stop" || s.finish_reason == "length") {
           if (st->tools_request) {

@@ -12,7 +12,9 @@
 
 #include "engine/api/extra_routes.h"
 #include "engine/api/http_server_impl.h"
+#include "engine/api/access_log.h"
 #include "engine/api/openai_response.h"
+#include "engine/api/operator_metrics.h"
 #include "engine/tokenizer/utf8.h"
 
 namespace baton::api {
@@ -65,6 +67,7 @@ json node_json(const NodeView& n) {
             {"compute_ms_per_token", n.compute_ms_per_token}};
   j["layers"] = n.first_layer >= 0 ? json::array({n.first_layer, n.last_layer}) : json(nullptr);
   j["last_heartbeat_seconds"] = n.last_heartbeat_seconds >= 0 ? json(n.last_heartbeat_seconds) : json(nullptr);
+  j["readings"] = n.readings;  // {} when the node sends none (an unknown value is absent)
   return j;
 }
 
@@ -178,6 +181,7 @@ void HttpServer::Impl::install_routes() {
   install_native_completion_routes(*this);
 
   server.set_pre_routing_handler([this](const Request& req, Response& res) {
+    begin_access_record(req, res);
     // CORS first: an allowed origin's preflight is answered without the key (browsers send none).
     if (answer_cors(cors, req, res)) return httplib::Server::HandlerResponse::Handled;
     if (options.api_key.empty() || req.path == "/health" || (options.webui && is_webui_page(req.path)))
@@ -225,7 +229,7 @@ void HttpServer::Impl::install_routes() {
 
   server.set_logger([this](const Request& req, const Response& res) {
     metrics.count_request(route_label(req.path), res.status);
-    spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
+    log_access(req, res);
   });
 }
 
@@ -290,6 +294,9 @@ void HttpServer::Impl::handle_metrics(httplib::Response& res) {
           static_cast<double>(s.speculation.passes));
 
   if (auto cm = model.cluster_metrics()) write_pipeline_metrics(w, *cm, model.stage_stats());
+  write_build_info(w);
+  write_process_metrics(w);
+  write_node_metrics(w, model.cluster_view().snapshot());
   res.status = 200;
   res.set_content(w.text(), "text/plain; version=0.0.4; charset=utf-8");
 }

@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "engine/api/access_log.h"
 #include "engine/api/peer_probe.h"
 
 namespace baton::api {
@@ -59,8 +60,13 @@ uint32_t random_request_seed() {
 }
 
 ApiError failure_of(const serving::CompletionSummary& s, bool stopping) {
-  if (s.finish_reason == "cancelled" || stopping || s.error.find("shutting down") != std::string::npos)
+  if (s.finish_reason == "cancelled" || stopping || s.error.find("shutting down") != std::string::npos) {
+    note_access_failure(503);
     return ApiError(503, "unavailable_error", s.error.empty() ? "the server is shutting down" : s.error);
+  }
+  // The operator's line for a 502: which request, and what failed (the error names the node).
+  note_access_failure(502);
+  spdlog::warn("request {}: 502, generation failed: {}", current_request_id(), s.error);
   return ApiError(502, "server_error", fmt::format("generation failed: {}", s.error));
 }
 
@@ -115,6 +121,7 @@ FinishedRequest collect_request(HttpServer::Impl& server, const httplib::Request
     }
   }
   out.summary = handle->summary();
+  note_access_tokens(out.summary);
   if (out.summary.finish_reason != "stop" && out.summary.finish_reason != "length")
     throw failure_of(out.summary, server.stopping);
   return out;
@@ -155,6 +162,7 @@ void stream_request(HttpServer::Impl& server, httplib::Response& res, std::share
         }
         st->finished = true;
         const serving::CompletionSummary summary = st->handle->summary();
+        note_access_tokens(summary);
         const bool ok = summary.finish_reason == "stop" || summary.finish_reason == "length";
         const std::string end = ok ? st->format->finish(summary) : st->format->fail(failure_of(summary, s->stopping));
         const bool written = end.empty() || sink.write(end.data(), end.size());

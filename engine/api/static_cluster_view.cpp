@@ -1,6 +1,9 @@
 #include "engine/api/static_cluster_view.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "engine/registry/node_readings.h"
 
 namespace baton::api {
 
@@ -34,6 +37,7 @@ void StaticClusterView::refresh() const {
     failure_.clear();  // every node answered (again)
   } catch (const std::exception& e) {
     failure_ = e.what();
+    spdlog::error("cluster event=node-lost reason=\"{}\"", failure_);
   }
 }
 
@@ -72,6 +76,10 @@ ClusterViewSnapshot StaticClusterView::snapshot() const {
         n.compute_ms_per_token = ms->second / tokens->second;
       auto mem = s.values.find("memory_bytes");
       if (mem != s.values.end()) n.memory_used_bytes = static_cast<uint64_t>(mem->second);
+      for (const auto& [name, value] : s.values)
+        if (registry::is_node_reading(name)) n.readings[name] = value;
+      auto total = n.readings.find(registry::kReadingMemoryTotal);
+      if (total != n.readings.end()) n.memory_total_bytes = static_cast<uint64_t>(total->second);
     }
     snap.nodes.push_back(std::move(n));
   }

@@ -7,6 +7,7 @@
 #include "engine/base/error.h"
 #include "engine/model/model_config.h"
 #include "engine/pipeline/wire.h"
+#include "engine/registry/node_readings.h"
 #include "engine/runtime/layer_runner.h"
 #include "engine/runtime/local_model.h"
 #include "gguf/model_identity.h"
@@ -187,6 +188,8 @@ void Worker::handle(net::Incoming& in) {
                        {"tokens", static_cast<double>(tokens_)},
                        {"bytes_in", static_cast<double>(bytes_in_)},
                        {"bytes_out", static_cast<double>(bytes_out_)}};
+          // The machine's readings too (a static cluster's coordinator has no heartbeats).
+          for (auto& r : registry::read_node_readings()) s.entries.push_back(std::move(r));
           from->send(s);
         } else if constexpr (std::is_same_v<T, net::Goodbye>) {
           from->close("goodbye");

@@ -487,6 +487,7 @@ api::ClusterViewSnapshot DynamicCluster::snapshot() const {
     v.load = e.record.load;
     v.last_heartbeat_seconds = e.heard ? std::chrono::duration<double>(now - e.last_seen).count() : -1;
     v.memory_total_bytes = e.record.memory_total;
+    for (const auto& r : e.record.readings) v.readings[r.name] = r.value;
     return v;
   };
   std::vector<std::string> problems;

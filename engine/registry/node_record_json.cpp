@@ -15,7 +15,8 @@ using nlohmann::json;
 
 constexpr const char* kFields[] = {"node_id", "host",   "port",   "memory_total",
                                    "memory_free", "threads", "isa", "load",
-                                   "layers",  "model_identity", "speed"};
+                                   "layers",  "model_identity", "speed",
+                                   "readings"};
 
 // Short rendering of a JSON value for error messages.
 std::string show(const json& v) {
@@ -102,6 +103,26 @@ class FieldReader {
     return out;
   }
 
+  // Optional (added within protocol 3): {"name": number, ...}, finite values.
+  std::vector<net::StatEntry> readings() const {
+    auto it = object_.find("readings");
+    if (it == object_.end()) return {};
+    if (!it->is_object())
+      fail<FormatError>("{}: field 'readings': expected an object of numbers, got {}", context_, show(*it));
+    if (it->size() > net::kMaxListItems)
+      fail<FormatError>("{}: field 'readings': {} entries, at most {} allowed", context_, it->size(),
+                        net::kMaxListItems);
+    std::vector<net::StatEntry> out;
+    for (auto r = it->begin(); r != it->end(); ++r) {
+      if (r.key().empty() || r.key().size() > net::kMaxNameBytes)
+        fail<FormatError>("{}: field 'readings': a name must have 1..{} bytes", context_, net::kMaxNameBytes);
+      if (!r->is_number() || !std::isfinite(r->get<double>()))
+        fail<FormatError>("{}: field 'readings.{}': expected a finite number, got {}", context_, r.key(), show(*r));
+      out.push_back({r.key(), r->get<double>()});
+    }
+    return out;
+  }
+
  private:
   const json& object_;
   std::string_view context_;
@@ -113,7 +134,7 @@ json node_record_to_json(const NodeRecord& node) {
   json layers = json::array();
   for (const net::LayerRange& r : node.layers)
     layers.push_back({{"first", r.first}, {"last", r.last}});
-  return {{"node_id", node.node_id},
+  json out = {{"node_id", node.node_id},
           {"host", node.host},
           {"port", node.port},
           {"memory_total", node.memory_total},
@@ -124,6 +145,13 @@ json node_record_to_json(const NodeRecord& node) {
           {"layers", std::move(layers)},
           {"model_identity", node.model_identity},
           {"speed", node.speed}};
+  // Only when there are some: a record without readings stays readable by older coordinators.
+  if (!node.readings.empty()) {
+    json readings = json::object();
+    for (const auto& r : node.readings) readings[r.name] = r.value;
+    out["readings"] = std::move(readings);
+  }
+  return out;
 }
 
 std::string node_record_to_text(const NodeRecord& node) {
@@ -155,6 +183,7 @@ NodeRecord node_record_from_json(const json& value, std::string_view context) {
   node.layers = in.layers();
   node.model_identity = in.string("model_identity", net::kMaxTextBytes, true);
   node.speed = in.non_negative_float("speed");
+  node.readings = in.readings();
   return node;
 }
 

@@ -88,6 +88,7 @@ void NodeRegistry::heartbeat(const NodeRecord& record, uint64_t connection) {
   e.last_seen = Clock::now();
   e.record.load = record.load;
   e.record.memory_free = record.memory_free;
+  e.record.readings = record.readings;  // the machine's latest figures (node_readings.h)
   e.connection = connection;
   if (e.missed_logged) {
     e.missed_logged = false;

@@ -22,7 +22,7 @@
 #include <random>
 
 #include "tools/common_cli.h"
-#include "tools/log_to_stderr.h"
+#include "tools/logging.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/pipeline/cluster.h"
 #include "engine/model/row_hint.h"
@@ -252,7 +252,15 @@ int main(int argc, char** argv) {
   app.add_option("-r,--repetitions", o.reps, "repetitions per test")->check(CLI::Range(1, 1000));
   app.add_flag("--mmap", o.mmap, "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
   app.add_option("-o,--output", o.output, "md or json")->check(CLI::IsMember({"md", "json"}));
+  baton::LogSettings log;
+  baton::tools::add_log_options(app, log);
   if (auto code = baton::tools::parse_tool_command_line(app, argc, argv, "engine-bench")) return *code;
+  try {
+    baton::tools::apply_log_options("engine-bench", log);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
   if (o.model.empty() && o.config.empty()) {
     fmt::print(stderr, "error: pass -m FILE or --config cluster.yaml\n");
     return 2;

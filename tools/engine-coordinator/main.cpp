@@ -21,8 +21,8 @@
 #include "tools/spec_options.h"
 #include "tools/common_cli.h"
 #include "tools/context_check.h"
-#include "tools/log_to_stderr.h"
 #include "tools/systemd_notify.h"
+#include "tools/logging.h"
 #include "engine/api/http_server.h"
 #include "engine/api/served_model.h"
 #include "engine/cluster/cluster_config.h"
@@ -90,10 +90,18 @@ int main(int argc, char** argv) {
   app.add_option("--request-timeout", request_timeout_s, std::string("with --config: ") + baton::pipeline::kRequestTimeoutHelp)->check(CLI::Range(0.001, 86400.0));
   bool no_slots = false;
   app.add_flag("--no-slots", no_slots, "disable GET /slots (501), as llama-server's --no-slots");
+  baton::LogSettings log;
+  baton::tools::add_log_options(app, log);
   // llama-server's -to and -np: CLI11 takes one-letter short names only.
   if (auto code = baton::tools::parse_tool_command_line(app, argc, argv, "engine-coordinator",
                                                         {.renames = {{"-to", "--timeout"}, {"-np", "--parallel"}}}))
     return *code;
+  try {
+    baton::tools::apply_log_options("engine-coordinator", log);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
   http.webui = !no_webui;
   so.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(request_timeout_s * 1000));
   if (mmap) so.placement = baton::WeightPlacement::kMapped;

@@ -9,11 +9,12 @@
 #include <csignal>
 
 #include "tools/common_cli.h"
-#include "tools/log_to_stderr.h"
+#include "tools/logging.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
-  baton::tools::log_to_stderr("engine-ctl");
+  // Quiet by default: engine-ctl prints its findings itself; --log-level shows what it does.
+  baton::tools::log_to_stderr("engine-ctl", spdlog::level::warn);
   CLI::App app{"Operate a Baton cluster"};
   app.require_subcommand(1);
   baton::ctl::StatusArgs status;
@@ -40,12 +41,15 @@ int main(int argc, char** argv) {
   inv->add_option("-o,--output", inventory.output, "write here instead of stdout");
   inv->add_option("-c,--ctx,--ctx-size", inventory.n_ctx, "context length for the memory check (default: the model's, at most 4096)");
   inv->add_option("--slots,--parallel", inventory.slots, "KV cache slots for the memory check")->capture_default_str();
+  baton::LogSettings log;
+  baton::tools::add_log_options(app, log);
+  app.fallthrough();  // the log flags after the subcommand too
   if (auto code = baton::tools::parse_tool_command_line(
           app, argc, argv, "engine-ctl", {.renames = {{"-np", "--parallel"}}, .ignore_gpu_layers = false}))
     return *code;
-  spdlog::set_level(spdlog::level::warn);
   std::signal(SIGPIPE, SIG_IGN);
   try {
+    baton::tools::apply_log_options("engine-ctl", log, spdlog::level::warn);
     if (st->parsed()) return baton::ctl::run_status(status);
     if (inv->parsed()) return baton::ctl::run_inventory_to_config(inventory);
     return baton::ctl::run_doctor(doctor);

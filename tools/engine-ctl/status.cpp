@@ -15,6 +15,21 @@ std::string str(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "-";
 }
 
+// The machine columns from a node's "readings" ("-" for what it does not report).
+std::string reading_cells(const nlohmann::json& n) {
+  const nlohmann::json r = n.contains("readings") && n["readings"].is_object() ? n["readings"] : nlohmann::json::object();
+  auto has = [&](const char* k) { return r.contains(k) && r[k].is_number(); };
+  auto bytes = [&](const char* k) {
+    return has(k) ? registry::format_bytes(static_cast<uint64_t>(r[k].get<double>())) : std::string("-");
+  };
+  const std::string temp = has("cpu_temperature_celsius") ? fmt::format("{:.0f} °C", r["cpu_temperature_celsius"].get<double>()) : "-";
+  const std::string net = has("network_receive_bytes") || has("network_transmit_bytes")
+                              ? fmt::format("{} / {}", bytes("network_receive_bytes"), bytes("network_transmit_bytes"))
+                              : "-";
+  const std::string conns = has("open_connections") ? fmt::format("{:.0f}", r["open_connections"].get<double>()) : "-";
+  return fmt::format("{} | {} | {} | {}", temp, bytes("memory_available_bytes"), net, conns);
+}
+
 }  // namespace
 
 int run_status(const StatusArgs& args) {
@@ -46,8 +61,8 @@ int run_status(const StatusArgs& args) {
              doc.value("layers_covered", false) ? "" : "not ", doc.value("n_layer", 0));
   if (doc.contains("detail") && doc["detail"].is_string() && !doc["detail"].get<std::string>().empty())
     fmt::print("detail: {}\n", doc["detail"].get<std::string>());
-  fmt::print("| id | address | status | layers | memory | load | last heartbeat | role |\n");
-  fmt::print("|---|---|---|---|---|---|---|---|\n");
+  fmt::print("| id | address | status | layers | memory | load | last heartbeat | role | cpu temp | mem available | net rx / tx | connections |\n");
+  fmt::print("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& n : doc.value("nodes", nlohmann::json::array())) {
     std::string layers = "-";
     if (n.contains("layers") && n["layers"].is_array() && n["layers"].size() == 2)
@@ -58,8 +73,8 @@ int run_status(const StatusArgs& args) {
     std::string hb = "-";
     if (n.contains("last_heartbeat_seconds") && n["last_heartbeat_seconds"].is_number())
       hb = fmt::format("{:.1f} s ago", n["last_heartbeat_seconds"].get<double>());
-    fmt::print("| {} | {} | {} | {} | {} | {:.0f}% | {} | {} |\n", str(n, "id"), str(n, "address"), str(n, "status"),
-               layers, memory, 100 * n.value("load", 0.0), hb, str(n, "role"));
+    fmt::print("| {} | {} | {} | {} | {} | {:.0f}% | {} | {} | {} |\n", str(n, "id"), str(n, "address"), str(n, "status"),
+               layers, memory, 100 * n.value("load", 0.0), hb, str(n, "role"), reading_cells(n));
   }
   return ready ? 0 : 1;
 }

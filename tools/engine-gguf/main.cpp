@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "tools/common_cli.h"
-#include "tools/log_to_stderr.h"
+#include "tools/logging.h"
 #include "command.h"
 
 namespace baton::tools {
@@ -38,6 +38,12 @@ const std::vector<Command>& commands() { return registry(); }
 
 int main(int argc, char** argv) {
   baton::tools::log_to_stderr("engine-gguf");
+  try {
+    baton::tools::apply_log_options("engine-gguf", baton::tools::take_log_options(argc, argv));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
   CLI::App app{"GGUF model file utilities", "engine-gguf"};
   app.require_subcommand(1);
   std::vector<CLI::App*> subs;

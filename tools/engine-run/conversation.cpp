@@ -72,7 +72,7 @@ ChatTemplate choose_template(const gguf::GgufFile& file, const std::string& name
 int run_conversation(const gguf::GgufFile& file, const tokenizer::Tokenizer& tok, ModelHead& head,
                      LayerRunner& layers, const ConversationOptions& options) {
   // stdout carries only the replies: log lines (e.g. which chat template) go to stderr, as in
-  // every tool (main sets the logger, tools/log_to_stderr.h).
+  // every tool (main sets the logger, tools/logging.h).
   const ChatTemplate chat = choose_template(file, options.chat_template);
   const bool interactive = ::isatty(STDIN_FILENO) != 0;
   install_sigint();

@@ -15,8 +15,8 @@
 
 #include "tools/common_cli.h"
 #include "tools/context_check.h"
-#include "tools/log_to_stderr.h"
 #include "tools/spec_options.h"
+#include "tools/logging.h"
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/pipeline/cluster.h"
@@ -238,10 +238,18 @@ int main(int argc, char** argv) {
   app.add_flag("--conversation", o.conversation, "interactive chat with the model's chat template (also -cnv)");
   app.add_option("--system-prompt", o.system_prompt, "with -cnv: the system message (also -sys)");
   app.add_option("--chat-template", o.chat_template, "with -cnv: chat template by name (default: the model's)");
+  baton::LogSettings log;
+  baton::tools::add_log_options(app, log);
   // llama-cli's single-dash long names, which CLI11 does not take as such.
   if (auto code = baton::tools::parse_tool_command_line(
           app, argc, argv, "engine-run", {.renames = {{"-cnv", "--conversation"}, {"-sys", "--system-prompt"}}}))
     return *code;
+  try {
+    baton::tools::apply_log_options("engine-run", log);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
   o.n_predict_given = app.count("--n-predict") > 0;
   if (o.conversation && (!o.prompt.empty() || !o.prompt_file.empty() || o.json || o.tokenize_only)) {
     fmt::print(stderr, "error: -cnv reads the conversation from stdin: no -p, -f, --json or --tokenize with it\n");

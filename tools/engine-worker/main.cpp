@@ -29,17 +29,19 @@
 
 #include "advertise.h"
 #include "tools/common_cli.h"
-#include "tools/log_to_stderr.h"
 #include "tools/systemd_notify.h"
+#include "tools/logging.h"
 #include "engine/base/error.h"
 #include "engine/pipeline/worker.h"
 #include "engine/registry/etcd_registry.h"
 #include "engine/registry/join_client.h"
 #include "engine/registry/node_probe.h"
+#include "engine/registry/node_readings.h"
 #include "gguf/gguf_file.h"
 #include "net/auth.h"
 
 int main(int argc, char** argv) {
+  baton::tools::log_to_stderr("engine-worker");
   CLI::App app{"Serve a range of a model's layers to an engine-coordinator"};
   baton::pipeline::WorkerOptions o;
   std::string secret_file, pid_file;
@@ -72,11 +74,19 @@ int main(int argc, char** argv) {
   app.add_option("--test-write-delay-ms", test_write_delay_ms,
                  "testing only: every frame sent waits this long before it is written (a slow link)")
       ->check(CLI::Range(0, 60000));
+  baton::LogSettings log;
+  baton::tools::add_log_options(app, log);
   if (auto code = baton::tools::parse_tool_command_line(app, argc, argv, "engine-worker")) return *code;
   o.test_write_delay = std::chrono::milliseconds(test_write_delay_ms);
   if (mmap) o.placement = baton::WeightPlacement::kMapped;
-  // Logs go to stderr; stdout carries only the start line.
-  baton::tools::log_to_stderr("engine-worker");
+  // Logs go to stderr (and --log-file); stdout carries only the start line.
+  log.node = o.node_id;
+  try {
+    baton::tools::apply_log_options("engine-worker", log);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
   // A coordinator vanishing must not kill the worker with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
 
@@ -144,6 +154,7 @@ int main(int argc, char** argv) {
         } catch (const std::exception&) {
         }
         r.load = static_cast<float>(load->sample());
+        r.readings = baton::registry::read_node_readings();
         return r;
       };
       if (!join.empty()) {
