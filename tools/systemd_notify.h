@@ -1,4 +1,4 @@
-// Readiness for systemd (Type=notify units, deploy/systemd): READY=1 once the tool accepts
+// Readiness for systemd (Type=notify units, scripts/deploy/systemd): READY=1 once the tool accepts
 // connections, STOPPING=1 when it begins to shut down, STATUS= for `systemctl status`. Outside
 // systemd (no NOTIFY_SOCKET) sd_notify does nothing, so the tools call it unconditionally.
 #pragma once

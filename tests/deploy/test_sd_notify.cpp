@@ -1,5 +1,5 @@
 // engine-worker and engine-coordinator tell systemd they are ready (Type=notify units in
-// deploy/systemd): a unix datagram socket stands in for systemd's, its path in NOTIFY_SOCKET as
+// scripts/deploy/systemd): a unix datagram socket stands in for systemd's, its path in NOTIFY_SOCKET as
 // systemd sets it, and the real processes must send READY=1 once they accept connections.
 #include <catch2/catch.hpp>
 

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   std::string secret_file;
   app.add_option("--secret-file", secret_file,
                  "with --config: the cluster secret from this file instead of cluster.secret_file (systemd's credential "
-                 "directory, deploy/systemd)");
+                 "directory, scripts/deploy/systemd)");
   app.add_option("--api-key", api_key, "require 'Authorization: Bearer KEY' (all routes but /health)");
   app.add_option("--api-key-file", api_key_file, "like --api-key, the key being the file's first line");
   app.add_option("--slots,--parallel", so.scheduler.slots, "sequences generated at once (KV cache slots; also -np)")->check(CLI::Range(1, 256));

@@ -8,7 +8,7 @@
 // memory, threads, ISA, model identity, servable layers and a measured speed, then heartbeats;
 // --registry announces the same record in etcd under a lease. SIGTERM deregisters first.
 // Listening on 0.0.0.0 without --advertise, it announces its route's local address (advertise.h).
-// Under systemd (Type=notify, deploy/systemd) READY=1 follows the "listening on" line.
+// Under systemd (Type=notify, scripts/deploy/systemd) READY=1 follows the "listening on" line.
 // --max-memory caps the free memory announced (the planner never gives this node more).
 // Prints one start line "engine-worker <id> listening on <host>:<port>" (port 0 -> the bound
 // port). SIGTERM/SIGINT: clean shutdown, pid file removed, exit 0.
