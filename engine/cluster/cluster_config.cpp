@@ -190,6 +190,12 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
     if (c.nodes.empty()) r.fail_at(nodes, c.nodes_auto ? "cluster.nodes lists only `auto`: write `nodes: auto`"
                                                        : "cluster.nodes is empty");
   }
+  // The registry only finds nodes that join; with a fixed list it would be silently ignored
+  // (issue 29): the operator thinks the workers register there while nothing reads it.
+  if (!c.registry.empty() && !c.nodes_auto)
+    r.fail_at(cl["registry"], "cluster.registry is only used to find workers that join (`nodes: auto`, or an `auto` "
+                              "entry in cluster.nodes); with this fixed node list it would be ignored: remove it or add "
+                              "`auto` to cluster.nodes");
   std::map<std::string, int> ids, addresses;
   for (const auto& n : c.nodes) {
     if (auto [it, fresh] = ids.emplace(n.id, n.line); !fresh)
