@@ -106,7 +106,10 @@ std::string Cluster::name(size_t i) const {
 
 void Cluster::connect_all(const ClusterConfig& config) {
   const auto deadline = Clock::now() + seconds_ms(config.connect_timeout_s);
+  auto* progress = options_.progress.get();
+  if (progress) progress->begin("connecting", plan_.size(), seconds_ms(config.connect_timeout_s));
   for (size_t i = 0; i < plan_.size(); ++i) {
+    if (progress) progress->waiting_for(plan_[i].id);
     auto link = std::make_shared<Link>();
     net::ConnectOptions co;
     co.deadline = std::max(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
@@ -125,6 +128,7 @@ void Cluster::connect_all(const ClusterConfig& config) {
       }
     });
     links_.push_back(std::move(link));
+    if (progress) progress->connected(links_.size());
   }
 }
 
@@ -183,6 +187,18 @@ void Cluster::load_all(const ClusterConfig& config) {
   std::vector<std::string> failures;
   const auto deadline = Clock::now() + seconds_ms(config.load_timeout_s);
   size_t n_ready = 0;
+  uint64_t bytes_ready = 0;
+  auto* progress = options_.progress.get();
+  auto tell_progress = [&] {
+    if (!progress) return;
+    std::vector<std::string> pending;
+    for (size_t i = 0; i < plan_.size(); ++i)
+      if (!ready[i]) pending.push_back(plan_[i].id);
+    progress->ready(n_ready, bytes_ready);
+    progress->pending(std::move(pending));
+  };
+  if (progress) progress->begin("loading", plan_.size(), seconds_ms(config.load_timeout_s));
+  tell_progress();
   try {
     while (n_ready + failures.size() < plan_.size()) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -199,6 +215,8 @@ void Cluster::load_all(const ClusterConfig& config) {
       if (const auto* r = as<net::Ready>(*in); r && r->load_id == load_id && !ready[i]) {
         ready[i] = true;
         ++n_ready;
+        bytes_ready += r->memory_bytes;
+        tell_progress();
         spdlog::debug("{} ready: {} bytes, {} ms", name(i), r->memory_bytes, r->load_ms);
       } else if (const auto* f = as<net::Failed>(*in); f && f->load_id == load_id) {
         failures.push_back(fmt::format("{} failed to prepare: {}", name(i), f->reason));

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/pipeline/load_progress.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_head.h"
@@ -40,6 +41,8 @@ struct ClusterOptions {
   int max_in_flight = 0;   // RemoteLayers passes in flight; <= 0: one per stage
   // Activations on the wire; nullopt: the YAML's cluster.activations (default f32, exact).
   std::optional<net::DType> activations;
+  // Told how connecting and loading advance (/health while loading, progress lines); may be null.
+  std::shared_ptr<LoadProgress> progress{};
 };
 
 // One worker's counters (Stats reply), cumulative since it started.

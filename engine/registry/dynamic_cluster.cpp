@@ -167,6 +167,9 @@ std::vector<NodeEntry> DynamicCluster::wait_for_nodes() {
   uint64_t version = registry_->version();
   auto last_change = Clock::now();
   size_t last_count = 0;
+  auto* progress = options_.cluster.progress.get();
+  if (progress)
+    progress->begin("joining", static_cast<size_t>(config_.min_nodes), seconds_ms(config_.join_timeout_s));
   while (true) {
     std::vector<NodeEntry> online;
     for (const auto& e : registry_->entries())
@@ -180,6 +183,7 @@ std::vector<NodeEntry> DynamicCluster::wait_for_nodes() {
       if (std::none_of(online.begin(), online.end(), [&](const NodeEntry& e) { return e.record.node_id == id; }))
         absent.push_back(id);
     const bool enough = count >= static_cast<size_t>(config_.min_nodes) && absent.empty();
+    if (progress) progress->registered(count, static_cast<size_t>(config_.min_nodes));
     if (enough && !have_saved && Clock::now() - last_change >= options_.settle) return online;
     if (Clock::now() >= deadline) {
       if (enough) {

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <string_view>
 
+#include "loading_server.h"
 #include "tools/log_to_stderr.h"
 #include "engine/api/http_server.h"
 #include "engine/api/served_model.h"
@@ -106,7 +107,17 @@ int main(int argc, char** argv) {
       auto config = baton::parse_cluster_config_file(config_path);
       if (!host_opt->count()) http.host = config.master_host;
       if (!port_opt->count()) http.port = config.master_port;
+      // Listen at once: /health answers 503 "loading" with progress until the cluster serves.
+      auto progress = std::make_shared<baton::pipeline::LoadProgress>();
+      so.progress = progress;
+      baton::coordinator::LoadingServer loading(progress, http.host, http.port);
+      http.port = loading.port();
+      spdlog::info("loading: http://{}:{}/health answers 503 with progress until the cluster is loaded", http.host,
+                   http.port);
+      progress->start_reporting();
       model = baton::api::ServedModel::open_cluster(config, so);
+      progress->done();
+      loading.stop();  // the real server binds the same port next
       spdlog::info("cluster ready: {} ({} layers) on {} nodes", config.model, model->info().n_layer, model->plan().size());
       fmt::print("| node | address | layers |\n| --- | --- | --- |\n");
       for (const auto& n : model->plan()) fmt::print("| {} | {}:{} | {}-{} |\n", n.id, n.host, n.port, n.first, n.last - 1);
