@@ -269,7 +269,31 @@ std::vector<NodePlan> plan_layers(const ClusterConfig& config, int64_t n_layer) 
     if (owners[l].size() > 1)
       problems.push_back(fmt::format("layer {} is assigned to {}", l, fmt::join(owners[l], " and ")));
   }
-  if (!missing.empty()) problems.insert(problems.begin(), fmt::format("layers {} are not assigned to any node", fmt::join(missing, ", ")));
+  // Each run of unassigned layers names the nodes around it (issue 29: "layers 2 are not
+  // assigned" left the operator of 39 nodes to find them).
+  auto range_of = [&](const std::string& id) {
+    for (const auto& p : plan)
+      if (p.id == id) return fmt::format("node {} (layers {}-{})", id, p.first, p.last - 1);
+    return "node " + id;
+  };
+  std::vector<std::string> gaps;
+  for (size_t k = 0; k < missing.size();) {
+    size_t e = k;
+    while (e + 1 < missing.size() && missing[e + 1] == missing[e] + 1) ++e;
+    const int64_t first = missing[k], last = missing[e];
+    std::vector<std::string> around;
+    if (first > 0 && !owners[static_cast<size_t>(first - 1)].empty())
+      around.push_back("after " + range_of(owners[static_cast<size_t>(first - 1)].front()));
+    if (last + 1 < n_layer && !owners[static_cast<size_t>(last + 1)].empty())
+      around.push_back("before " + range_of(owners[static_cast<size_t>(last + 1)].front()));
+    gaps.push_back(fmt::format("{} {}{}", first == last ? "layer" : "layers",
+                               first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last),
+                               around.empty() ? "" : fmt::format(" ({})", fmt::join(around, ", "))));
+    k = e + 1;
+  }
+  if (!missing.empty())
+    problems.insert(problems.begin(), fmt::format("{} {} not assigned to any node", fmt::join(gaps, "; "),
+                                                  missing.size() == 1 ? "is" : "are"));
   if (!problems.empty()) fail("{}: {}", config.source, fmt::join(problems, "; "));
   // The chain visits nodes in listed order: each range must start where the previous ended.
   for (size_t i = 1; i < plan.size(); ++i)

@@ -33,6 +33,11 @@
 
 namespace baton::pipeline {
 
+// The message for a failed connect to a node: "refused the handshake, check ... cluster secret"
+// when it answered and authentication failed, else "did not answer within N s: why".
+std::string describe_connect_failure(const std::string& who, const std::string& host, uint16_t port, double timeout_s,
+                                     std::string why);
+
 struct ClusterOptions {
   int threads = 0;         // coordinator threads for embedding and head; <= 0: all cores
   int64_t n_ctx = 0;       // <= 0: the model's, capped at 4096; sent to every worker

@@ -3,10 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <thread>
 
 #include "engine/base/error.h"
 #include "engine/model/model_config.h"
 #include "engine/pipeline/wire.h"
+#include "engine/registry/node_probe.h"
 #include "engine/runtime/layer_runner.h"
 #include "engine/runtime/local_model.h"
 #include "gguf/model_identity.h"
@@ -161,6 +163,19 @@ void Worker::handle(net::Incoming& in) {
                        {"bytes_in", static_cast<double>(bytes_in_)},
                        {"bytes_out", static_cast<double>(bytes_out_)}};
           from->send(s);
+        } else if constexpr (std::is_same_v<T, net::Heartbeat>) {
+          // A status query (engine-ctl doctor): answered with this worker's own record (model
+          // identity, servable layers, memory); it loads nothing and keeps any load it has.
+          if (!file_) {
+            file_ = gguf::GgufFile::open(options_.model_path);
+            identity_ = gguf::model_identity(*file_);
+          }
+          registry::ProbeInput probe;
+          probe.node_id = options_.node_id;
+          probe.host = options_.host;
+          probe.port = port_;
+          probe.threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
+          from->send(net::Heartbeat{registry::probe_node(probe, *file_)});
         } else if constexpr (std::is_same_v<T, net::Goodbye>) {
           from->close("goodbye");
         } else {
