@@ -188,7 +188,6 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
   co.threads = options.threads;
   co.n_ctx = options.n_ctx;
   co.max_sequences = options.scheduler.slots;
-  co.progress = options.progress;
   if (config.nodes_auto) {
     // Workers register (engine-worker --join / --registry); see docs/REGISTRY.md. The head,
     // tokenizer and runner are the DynamicCluster's: they outlive every re-plan.

@@ -47,7 +47,6 @@ struct ServeOptions {
   int threads = 0;                      // <= 0: all cores
   int64_t n_ctx = 0;                    // <= 0: the model's, capped at 4096
   WeightPlacement placement = WeightPlacement::kResident;  // local mode (--mmap: kMapped)
-  std::shared_ptr<pipeline::LoadProgress> progress{};      // cluster mode: connect/load progress
 };
 
 class ServedModel {

@@ -1,4 +1,6 @@
 #include "engine/pipeline/cluster.h"
+#include "engine/pipeline/connect_failure.h"
+#include "engine/pipeline/load_progress.h"
 
 #include <spdlog/spdlog.h>
 
@@ -120,7 +122,7 @@ std::string Cluster::name(size_t i) const {
 
 void Cluster::connect_all(const ClusterConfig& config) {
   const auto deadline = Clock::now() + seconds_ms(config.connect_timeout_s);
-  auto* progress = options_.progress.get();
+  const auto progress = LoadProgress::current();
   if (progress) progress->begin("connecting", plan_.size(), seconds_ms(config.connect_timeout_s));
   for (size_t i = 0; i < plan_.size(); ++i) {
     if (progress) progress->waiting_for(plan_[i].id);
@@ -202,7 +204,7 @@ void Cluster::load_all(const ClusterConfig& config) {
   const auto deadline = Clock::now() + seconds_ms(config.load_timeout_s);
   size_t n_ready = 0;
   uint64_t bytes_ready = 0;
-  auto* progress = options_.progress.get();
+  const auto progress = LoadProgress::current();
   auto tell_progress = [&] {
     if (!progress) return;
     std::vector<std::string> pending;

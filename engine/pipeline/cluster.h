@@ -20,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/pipeline/load_progress.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_head.h"
@@ -33,11 +32,6 @@
 
 namespace baton::pipeline {
 
-// The message for a failed connect to a node: "refused the handshake, check ... cluster secret"
-// when it answered and authentication failed, else "did not answer within N s: why".
-std::string describe_connect_failure(const std::string& who, const std::string& host, uint16_t port, double timeout_s,
-                                     std::string why);
-
 struct ClusterOptions {
   int threads = 0;         // coordinator threads for embedding and head; <= 0: all cores
   int64_t n_ctx = 0;       // <= 0: the model's, capped at 4096; sent to every worker
@@ -46,8 +40,6 @@ struct ClusterOptions {
   int max_in_flight = 0;   // RemoteLayers passes in flight; <= 0: one per stage
   // Activations on the wire; nullopt: the YAML's cluster.activations (default f32, exact).
   std::optional<net::DType> activations;
-  // Told how connecting and loading advance (/health while loading, progress lines); may be null.
-  std::shared_ptr<LoadProgress> progress{};
 };
 
 // One worker's counters (Stats reply), cumulative since it started.

@@ -8,6 +8,21 @@ namespace baton::pipeline {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+std::mutex installed_mutex;
+std::shared_ptr<LoadProgress> installed_progress;
+}  // namespace
+
+void LoadProgress::install(std::shared_ptr<LoadProgress> progress) {
+  std::lock_guard lock(installed_mutex);
+  installed_progress = std::move(progress);
+}
+
+std::shared_ptr<LoadProgress> LoadProgress::current() {
+  std::lock_guard lock(installed_mutex);
+  return installed_progress;
+}
+
 LoadProgress::~LoadProgress() { stop_reporting(); }
 
 void LoadProgress::begin(const std::string& phase, size_t total, std::chrono::milliseconds limit) {
@@ -67,7 +82,10 @@ nlohmann::json LoadProgress::to_json() const {
                       {"bytes_loaded", bytes_},
                       {"elapsed_seconds", std::chrono::duration<double>(Clock::now() - phase_start_).count()},
                       {"limit_seconds", static_cast<double>(limit_.count()) / 1000.0}};
-  if (phase_ == "joining") j["nodes_registered"] = registered_, j["nodes_wanted"] = wanted_;
+  if (phase_ == "joining") {
+    j["nodes_registered"] = registered_;
+    j["nodes_wanted"] = wanted_;
+  }
   if (!waiting_for_.empty()) j["waiting_for"] = waiting_for_;
   if (!pending_.empty()) j["pending"] = pending_;
   return j;

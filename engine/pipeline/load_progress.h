@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -39,6 +40,12 @@ class LoadProgress {
   // Logs line() every `every` while a phase runs (spdlog info), from a thread of its own.
   void start_reporting(std::chrono::milliseconds every = std::chrono::milliseconds(1000));
   void stop_reporting();
+
+  // The process's load progress, told by pipeline::Cluster and registry::DynamicCluster when set
+  // (engine-coordinator sets it while it loads; null otherwise, e.g. in tests and engine-run).
+  // Process-wide like the logger, so the loading code needs no extra constructor argument.
+  static void install(std::shared_ptr<LoadProgress> progress);
+  static std::shared_ptr<LoadProgress> current();
 
  private:
   mutable std::mutex mutex_;

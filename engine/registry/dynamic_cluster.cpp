@@ -8,6 +8,7 @@
 
 #include "engine/base/error.h"
 #include "engine/model/stage.h"
+#include "engine/pipeline/load_progress.h"
 #include "engine/registry/etcd_registry.h"
 #include "engine/registry/minimal_replan.h"
 #include "engine/runtime/local_model.h"
@@ -167,7 +168,7 @@ std::vector<NodeEntry> DynamicCluster::wait_for_nodes() {
   uint64_t version = registry_->version();
   auto last_change = Clock::now();
   size_t last_count = 0;
-  auto* progress = options_.cluster.progress.get();
+  const auto progress = pipeline::LoadProgress::current();
   if (progress)
     progress->begin("joining", static_cast<size_t>(config_.min_nodes), seconds_ms(config_.join_timeout_s));
   while (true) {

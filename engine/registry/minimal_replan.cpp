@@ -121,7 +121,8 @@ std::vector<PlannedNode> plan_keeping(const std::vector<PlannedNode>& current, c
   }
   if (at < model.n_layer) gaps.push_back({at, model.n_layer});
 
-  for (const auto& [g0, g1] : gaps) {
+  for (const auto& gap : gaps) {
+    const int64_t g0 = gap.first, g1 = gap.second;
     if (auto filled = keep_fill_with_spares(spares, g0, g1, model, options)) {
       for (const auto& p : *filled)
         std::erase_if(spares, [&](const NodeRecord& r) { return r.node_id == p.record.node_id; });

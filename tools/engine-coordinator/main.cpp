@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
       if (!port_opt->count()) http.port = config.master_port;
       // Listen at once: /health answers 503 "loading" with progress until the cluster serves.
       auto progress = std::make_shared<baton::pipeline::LoadProgress>();
-      so.progress = progress;
+      baton::pipeline::LoadProgress::install(progress);
       baton::coordinator::LoadingServer loading(progress, http.host, http.port);
       http.port = loading.port();
       spdlog::info("loading: http://{}:{}/health answers 503 with progress until the cluster is loaded", http.host,
@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
       progress->start_reporting();
       model = baton::api::ServedModel::open_cluster(config, so);
       progress->done();
+      baton::pipeline::LoadProgress::install(nullptr);  // re-plans later are not "loading"
       loading.stop();  // the real server binds the same port next
       spdlog::info("cluster ready: {} ({} layers) on {} nodes", config.model, model->info().n_layer, model->plan().size());
       fmt::print("| node | address | layers |\n| --- | --- | --- |\n");

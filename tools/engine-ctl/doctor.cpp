@@ -17,7 +17,7 @@
 #include "engine/cluster/cluster_config.h"
 #include "engine/registry/node_probe.h"
 #include "engine/registry/planner.h"
-#include "engine/pipeline/cluster.h"
+#include "engine/pipeline/connect_failure.h"
 #include "gguf/gguf_file.h"
 #include "gguf/model_identity.h"
 #include "net/inbox.h"
