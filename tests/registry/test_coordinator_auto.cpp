@@ -129,8 +129,11 @@ TEST_CASE("engine-coordinator answers /health 503 loading with progress until th
   auto logs = [&] { return coordinator.output() + coordinator.error_output(); };
   httplib::Client client("127.0.0.1", http);
   client.set_connection_timeout(1s);
-  httplib::Result health;
-  for (int i = 0; i < 100 && !(health = client.Get("/health")); ++i) std::this_thread::sleep_for(100ms);
+  auto health = client.Get("/health");
+  for (int i = 0; i < 100 && !health; ++i) {
+    std::this_thread::sleep_for(100ms);
+    health = client.Get("/health");
+  }
   INFO(logs());
   REQUIRE(health);
   CHECK(health->status == 503);
