@@ -138,7 +138,8 @@ TEST_CASE("engine-ctl status: prints the cluster table of GET /v1/cluster, exit 
 // checks passed"; a wrong secret was reported as "did not answer within 5 s" after 20 ms.
 TEST_CASE("engine-ctl doctor: a wrong secret and another model are FAILs named as such", "[registry]") {
   const std::string model = baton::test::shared_path("models/stories260K.gguf");
-  const std::string other = baton::test::shared_path("models/tinyllamas-stories-260k-q8_0.gguf");
+  // Another model the engine can open (4 layers: node b's [3, 4] also exceeds its file).
+  const std::string other = baton::test::shared_path("models/synthetic/tl256-F16.gguf");
   const std::string dir = baton::test::temp_dir();
   std::ofstream(dir + "/right.secret") << "the right secret for doctor";
   std::ofstream(dir + "/wrong.secret") << "a wrong secret for the doctor";
@@ -166,5 +167,7 @@ TEST_CASE("engine-ctl doctor: a wrong secret and another model are FAILs named a
   CHECK(mismatch.status == 1);
   CHECK(mismatch.out.find(fmt::format("ok    node a (127.0.0.1:{}): same model", a.port())) != std::string::npos);
   CHECK(mismatch.out.find(fmt::format("FAIL  node b (127.0.0.1:{}) has model identity", b.port())) != std::string::npos);
-  CHECK(mismatch.out.find("1 check(s) failed") != std::string::npos);
+  CHECK(mismatch.out.find(fmt::format("FAIL  node b (127.0.0.1:{}) is given layers 3-4 but its file holds layers 0-3",
+                                      b.port())) != std::string::npos);
+  CHECK(mismatch.out.find("2 check(s) failed") != std::string::npos);
 }

@@ -119,13 +119,19 @@ void check_handshake(const ClusterConfig& config, const NodeConfig& n, const std
                    config.insecure ? "insecure" : "cluster secret accepted"));
   c->send(net::Heartbeat{});  // a status query
   std::optional<net::NodeStatus> status;
+  std::string refused;  // the worker's ErrorReport (e.g. its model file does not open)
   const auto end = std::chrono::steady_clock::now() + timeout;
-  while (!status && std::chrono::steady_clock::now() < end) {
+  while (!status && refused.empty() && std::chrono::steady_clock::now() < end) {
     auto in = inbox.pop(std::chrono::milliseconds(50));
-    if (in)
-      if (const auto* h = std::get_if<net::Heartbeat>(&in->message)) status = h->status;
+    if (!in) continue;
+    if (const auto* h = std::get_if<net::Heartbeat>(&in->message)) status = h->status;
+    if (const auto* e = std::get_if<net::ErrorReport>(&in->message)) refused = e->message;
   }
   c->send(net::Goodbye{"engine-ctl doctor done"});
+  if (!refused.empty()) {
+    r.fail(fmt::format("{} cannot serve: {}", who, refused));
+    return;
+  }
   if (!status) {
     r.note(fmt::format("{} did not report its model and memory within {} ms (a worker older than the status query)",
                        who, timeout.count()));
