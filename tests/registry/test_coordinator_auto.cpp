@@ -150,7 +150,9 @@ TEST_CASE("engine-coordinator answers /health 503 loading with progress until th
   CHECK(loading.out.find("LOADING") != std::string::npos);
 
   baton::test::WorkerProcess w2("p2", model, args);
-  REQUIRE(coordinator.wait_for_output("listening on http://", 20s));
+  const bool serving = coordinator.wait_for_output("listening on http://", 60s);
+  INFO(logs());
+  REQUIRE(serving);
   CHECK(client.Get("/health")->status == 200);
   auto ready = ctl(fmt::format("status --coordinator http://127.0.0.1:{}", http));
   INFO(ready.out);
