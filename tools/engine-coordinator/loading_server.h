@@ -23,11 +23,12 @@ class LoadingServer {
  public:
   LoadingServer(std::shared_ptr<pipeline::LoadProgress> progress, const std::string& host, int port)
       : progress_(std::move(progress)) {
-    // SO_REUSEADDR only: a second coordinator on this port must fail (no SO_REUSEPORT).
-    server_.set_socket_options([](socket_t sock) {
-      int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    });
+    // cpp-httplib's default socket options, the same as the real server's (engine/api), so that
+    // the real server can bind the port while this one's last connections close. (Issue 29 defect
+    // 2, SO_REUSEPORT letting two coordinators share a port, must change both together.)
+    // One request per connection: a kept-alive client connection (a load balancer polling
+    // /health) would otherwise still hold the port when the real server binds it.
+    server_.set_keep_alive_max_count(1);
     auto answer = [this](const httplib::Request&, httplib::Response& res) {
       nlohmann::json body = {{"status", "loading"}, {"progress", progress_->to_json()}};
       body["error"] = {{"code", 503}, {"message", "Loading model: " + progress_->line()}, {"type", "unavailable_error"}};

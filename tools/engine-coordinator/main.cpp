@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string_view>
+#include <thread>
 
 #include "loading_server.h"
 #include "tools/log_to_stderr.h"
@@ -126,7 +127,17 @@ int main(int argc, char** argv) {
       model = baton::api::ServedModel::open_local(model_path, so);
     }
     baton::api::HttpServer server(*model, http);
-    server.start();
+    // After the loading server, the port may take a moment to be free again (its last
+    // connections closing): retry the bind for up to 3 s before giving up.
+    for (int attempt = 0;; ++attempt) {
+      try {
+        server.start();
+        break;
+      } catch (const std::exception&) {
+        if (config_path.empty() || attempt >= 30) throw;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
     fmt::print("listening on http://{}:{}\n", http.host, server.port());
     std::fflush(stdout);
     spdlog::info("serving {} ({} slots, context {}){}", model->info().id, so.scheduler.slots, model->info().n_ctx,

@@ -82,7 +82,11 @@ int run_status(const StatusArgs& args) {
     std::string layers = "-";
     if (n.contains("layers") && n["layers"].is_array() && n["layers"].size() == 2)
       layers = fmt::format("{}-{}", n["layers"][0].get<int64_t>(), n["layers"][1].get<int64_t>());
-    const auto total = n.value("memory_total_bytes", uint64_t{0}), used = n.value("memory_used_bytes", uint64_t{0});
+    // null (unknown, e.g. a static cluster's worker) counts as 0: shown as "-".
+    auto bytes = [&](const char* key) {
+      return n.contains(key) && n[key].is_number_unsigned() ? n[key].get<uint64_t>() : uint64_t{0};
+    };
+    const auto total = bytes("memory_total_bytes"), used = bytes("memory_used_bytes");
     const std::string memory =
         total ? fmt::format("{} / {}", registry::format_bytes(used), registry::format_bytes(total)) : "-";
     std::string hb = "-";
