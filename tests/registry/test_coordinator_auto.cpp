@@ -137,7 +137,11 @@ TEST_CASE("engine-coordinator answers /health 503 loading with progress until th
   INFO(logs());
   REQUIRE(health);
   CHECK(health->status == 503);
-  const auto body = nlohmann::json::parse(health->body);
+  auto body = nlohmann::json::parse(health->body);
+  for (int i = 0; i < 100 && body["progress"]["phase"] == "starting"; ++i) {  // before the registry opens
+    std::this_thread::sleep_for(50ms);
+    body = nlohmann::json::parse(client.Get("/health")->body);
+  }
   CHECK(body["status"] == "loading");
   CHECK(body["progress"]["phase"] == "joining");
   CHECK(body["progress"]["nodes_wanted"] == 2);
