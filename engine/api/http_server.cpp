@@ -62,7 +62,7 @@ json node_json(const NodeView& n) {
             {"role", n.role},
             {"status", n.status},
             {"load", n.load},
-            {"memory_total_bytes", n.memory_total_bytes},
+            {"memory_total_bytes", n.memory_total_bytes ? json(n.memory_total_bytes) : json(nullptr)},  // null: unknown
             {"memory_used_bytes", n.memory_used_bytes},
             {"compute_ms_per_token", n.compute_ms_per_token}};
   j["layers"] = n.first_layer >= 0 ? json::array({n.first_layer, n.last_layer}) : json(nullptr);

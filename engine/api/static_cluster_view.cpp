@@ -51,7 +51,6 @@ ClusterViewSnapshot StaticClusterView::snapshot() const {
   c.last_heartbeat_seconds = 0;
   snap.nodes.push_back(c);
   bool all_online = true;
-  auto now = Clock::now();
   const auto& plan = cluster_.plan();
   for (size_t i = 0; i < plan.size(); ++i) {
     const auto& p = plan[i];
@@ -66,7 +65,9 @@ ClusterViewSnapshot StaticClusterView::snapshot() const {
     n.status = failed ? "offline" : "online";
     if (failed) n.reason = failure_;
     all_online = all_online && !failed;
-    n.last_heartbeat_seconds = std::chrono::duration<double>(now - last_seen_[i]).count();
+    // A listed worker sends no heartbeats and reports no machine memory: unknown (null), not
+    // "0.0 s ago" and 0 bytes (issue 29); memory_used_bytes below is what its stats report.
+    n.last_heartbeat_seconds = -1;
     n.load = load_value_[i];
     for (const auto& s : stats_) {
       if (s.node_id != p.id) continue;

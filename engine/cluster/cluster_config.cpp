@@ -190,6 +190,12 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
     if (c.nodes.empty()) r.fail_at(nodes, c.nodes_auto ? "cluster.nodes lists only `auto`: write `nodes: auto`"
                                                        : "cluster.nodes is empty");
   }
+  // The registry only finds nodes that join; with a fixed list it would be silently ignored
+  // (issue 29): the operator thinks the workers register there while nothing reads it.
+  if (!c.registry.empty() && !c.nodes_auto)
+    r.fail_at(cl["registry"], "cluster.registry is only used to find workers that join (`nodes: auto`, or an `auto` "
+                              "entry in cluster.nodes); with this fixed node list it would be ignored: remove it or add "
+                              "`auto` to cluster.nodes");
   std::map<std::string, int> ids, addresses;
   for (const auto& n : c.nodes) {
     if (auto [it, fresh] = ids.emplace(n.id, n.line); !fresh)
@@ -263,7 +269,31 @@ std::vector<NodePlan> plan_layers(const ClusterConfig& config, int64_t n_layer) 
     if (owners[l].size() > 1)
       problems.push_back(fmt::format("layer {} is assigned to {}", l, fmt::join(owners[l], " and ")));
   }
-  if (!missing.empty()) problems.insert(problems.begin(), fmt::format("layers {} are not assigned to any node", fmt::join(missing, ", ")));
+  // Each run of unassigned layers names the nodes around it (issue 29: "layers 2 are not
+  // assigned" left the operator of 39 nodes to find them).
+  auto range_of = [&](const std::string& id) {
+    for (const auto& p : plan)
+      if (p.id == id) return fmt::format("node {} (layers {}-{})", id, p.first, p.last - 1);
+    return "node " + id;
+  };
+  std::vector<std::string> gaps;
+  for (size_t k = 0; k < missing.size();) {
+    size_t e = k;
+    while (e + 1 < missing.size() && missing[e + 1] == missing[e] + 1) ++e;
+    const int64_t first = missing[k], last = missing[e];
+    std::vector<std::string> around;
+    if (first > 0 && !owners[static_cast<size_t>(first - 1)].empty())
+      around.push_back("after " + range_of(owners[static_cast<size_t>(first - 1)].front()));
+    if (last + 1 < n_layer && !owners[static_cast<size_t>(last + 1)].empty())
+      around.push_back("before " + range_of(owners[static_cast<size_t>(last + 1)].front()));
+    gaps.push_back(fmt::format("{} {}{}", first == last ? "layer" : "layers",
+                               first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last),
+                               around.empty() ? "" : fmt::format(" ({})", fmt::join(around, ", "))));
+    k = e + 1;
+  }
+  if (!missing.empty())
+    problems.insert(problems.begin(), fmt::format("{} {} not assigned to any node", fmt::join(gaps, "; "),
+                                                  missing.size() == 1 ? "is" : "are"));
   if (!problems.empty()) fail("{}: {}", config.source, fmt::join(problems, "; "));
   // The chain visits nodes in listed order: each range must start where the previous ended.
   for (size_t i = 1; i < plan.size(); ++i)

@@ -1,4 +1,6 @@
 #include "engine/pipeline/cluster.h"
+#include "engine/pipeline/connect_failure.h"
+#include "engine/pipeline/load_progress.h"
 
 #include <spdlog/spdlog.h>
 
@@ -125,15 +127,33 @@ void Cluster::close_all(const std::string& reason) {
     while (!l->connection->close_info() && Clock::now() < end) std::this_thread::sleep_for(5ms);
 }
 
+std::string describe_connect_failure(const std::string& who, const std::string& host, uint16_t port, double timeout_s,
+                                     std::string why) {
+  // net says "net: cannot connect to HOST:PORT: ..."; `who` names the address already.
+  const std::string prefix = fmt::format("net: cannot connect to {}:{}: ", host, port);
+  if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+  // A node that answered and refused the handshake did answer (issue 29: a wrong secret was
+  // reported as "did not answer within 5 s" after 20 ms).
+  if (why.find("authentication") != std::string::npos)
+    return fmt::format("{} refused the handshake, check that both use the same cluster secret: {}", who, why);
+  if (why.find("protocol") != std::string::npos || why.find("version") != std::string::npos)
+    return fmt::format("{} refused the handshake: {}", who, why);
+  return fmt::format("{} did not answer within {} s: {}", who, timeout_s, why);
+}
+
 std::string Cluster::name(size_t i) const {
   return fmt::format("node {} ({}:{})", plan_[i].id, plan_[i].host, plan_[i].port);
 }
 
 void Cluster::connect_all(const ClusterConfig& config) {
   const auto deadline = Clock::now() + seconds_ms(config.connect_timeout_s);
+  const auto progress = LoadProgress::current();
+  if (progress) progress->begin("connecting", plan_.size(), seconds_ms(config.connect_timeout_s));
   for (size_t i = 0; i < plan_.size(); ++i) {
+    if (progress) progress->waiting_for(plan_[i].id);
     links_.push_back(std::make_shared<Link>());
     connect_link(i, deadline, config.connect_timeout_s);
+    if (progress) progress->connected(links_.size());
   }
 }
 
@@ -145,7 +165,7 @@ void Cluster::connect_link(size_t i, Clock::time_point deadline, double timeout_
   try {
     connection = node_->connect(plan_[i].host, plan_[i].port, co);
   } catch (const std::exception& e) {
-    fail("{} did not answer within {} s: {}", name(i), timeout_s, e.what());
+    fail("{}", describe_connect_failure(name(i), plan_[i].host, plan_[i].port, timeout_s, e.what()));
   }
   const auto& peer = connection->peer().hello;
   if (peer.node_id != plan_[i].id) {
@@ -285,6 +305,18 @@ void Cluster::load_all(const ClusterConfig& config, bool initial) {
   std::vector<std::string> failures;
   const auto deadline = Clock::now() + seconds_ms(config.load_timeout_s);
   size_t n_ready = 0;
+  uint64_t bytes_ready = 0;
+  const auto progress = LoadProgress::current();
+  auto tell_progress = [&] {
+    if (!progress) return;
+    std::vector<std::string> pending;
+    for (size_t i = 0; i < plan_.size(); ++i)
+      if (!ready[i]) pending.push_back(plan_[i].id);
+    progress->ready(n_ready, bytes_ready);
+    progress->pending(std::move(pending));
+  };
+  if (progress) progress->begin("loading", plan_.size(), seconds_ms(config.load_timeout_s));
+  tell_progress();
   try {
     while (n_ready + failures.size() < plan_.size()) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -301,6 +333,8 @@ void Cluster::load_all(const ClusterConfig& config, bool initial) {
       if (const auto* r = as<net::Ready>(*in); r && r->load_id == load_id && !ready[i]) {
         ready[i] = true;
         ++n_ready;
+        bytes_ready += r->memory_bytes;
+        tell_progress();
         spdlog::debug("{} ready: {} bytes, {} ms", name(i), r->memory_bytes, r->load_ms);
       } else if (const auto* f = as<net::Failed>(*in); f && f->load_id == load_id) {
         failures.push_back(fmt::format("{} failed to prepare: {}", name(i), f->reason));

@@ -3,11 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <thread>
 
 #include "engine/base/error.h"
 #include "engine/model/model_config.h"
 #include "engine/pipeline/wire.h"
 #include "engine/registry/node_readings.h"
+#include "engine/registry/node_probe.h"
 #include "engine/runtime/layer_runner.h"
 #include "engine/runtime/local_model.h"
 #include "gguf/model_identity.h"
@@ -191,6 +193,19 @@ void Worker::handle(net::Incoming& in) {
           // The machine's readings too (a static cluster's coordinator has no heartbeats).
           for (auto& r : registry::read_node_readings()) s.entries.push_back(std::move(r));
           from->send(s);
+        } else if constexpr (std::is_same_v<T, net::Heartbeat>) {
+          // A status query (engine-ctl doctor): answered with this worker's own record (model
+          // identity, servable layers, memory); it loads nothing and keeps any load it has.
+          if (!file_) {
+            file_ = gguf::GgufFile::open(options_.model_path);
+            identity_ = gguf::model_identity(*file_);
+          }
+          registry::ProbeInput probe;
+          probe.node_id = options_.node_id;
+          probe.host = options_.host;
+          probe.port = port_;
+          probe.threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
+          from->send(net::Heartbeat{registry::probe_node(probe, *file_)});
         } else if constexpr (std::is_same_v<T, net::Goodbye>) {
           from->close("goodbye");
         } else {

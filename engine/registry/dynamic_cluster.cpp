@@ -8,7 +8,9 @@
 
 #include "engine/base/error.h"
 #include "engine/model/stage.h"
+#include "engine/pipeline/load_progress.h"
 #include "engine/registry/etcd_registry.h"
+#include "engine/registry/minimal_replan.h"
 #include "engine/runtime/local_model.h"
 #include "gguf/gguf_file.h"
 #include "net/auth.h"
@@ -179,6 +181,9 @@ std::vector<NodeEntry> DynamicCluster::wait_for_nodes() {
   uint64_t version = registry_->version();
   auto last_change = Clock::now();
   size_t last_count = 0;
+  const auto progress = pipeline::LoadProgress::current();
+  if (progress)
+    progress->begin("joining", static_cast<size_t>(config_.min_nodes), seconds_ms(config_.join_timeout_s));
   while (true) {
     std::vector<NodeEntry> online;
     for (const auto& e : registry_->entries())
@@ -192,6 +197,7 @@ std::vector<NodeEntry> DynamicCluster::wait_for_nodes() {
       if (std::none_of(online.begin(), online.end(), [&](const NodeEntry& e) { return e.record.node_id == id; }))
         absent.push_back(id);
     const bool enough = count >= static_cast<size_t>(config_.min_nodes) && absent.empty();
+    if (progress) progress->registered(count, static_cast<size_t>(config_.min_nodes));
     if (enough && !have_saved && Clock::now() - last_change >= options_.settle) return online;
     if (Clock::now() >= deadline) {
       if (enough) {
@@ -227,6 +233,8 @@ void DynamicCluster::start() {
   {
     std::lock_guard lock(plan_mutex_);
     plan_ = plan;
+    considered_.clear();
+    for (const auto& e : online) considered_.insert(e.record.node_id);
   }
   load(plan);
   serve_ms_ = std::chrono::duration<double, std::milli>(Clock::now() - created_).count();
@@ -282,12 +290,16 @@ bool DynamicCluster::untracked(const std::string& node_id) const {
          !registry_->find(node_id);
 }
 
-std::vector<PlannedNode> DynamicCluster::plan_over(const std::vector<NodeRecord>& records) const {
+std::vector<PinnedRange> DynamicCluster::pinned_with(const std::vector<NodeRecord>& records) const {
   std::vector<PinnedRange> pins = pinned_;
   for (auto& p : pins)
     for (const auto& r : records)
       if (r.node_id == p.record.node_id) p.record = r;
-  return plan_around(pins, records, footprint_, options_.planner);
+  return pins;
+}
+
+std::vector<PlannedNode> DynamicCluster::plan_over(const std::vector<NodeRecord>& records) const {
+  return plan_around(pinned_with(records), records, footprint_, options_.planner);
 }
 
 std::vector<NodeRecord> DynamicCluster::usable_records() const {
@@ -318,13 +330,17 @@ bool DynamicCluster::lost_planned_node() const {
 
 bool DynamicCluster::replan_wanted() const {
   if (lost_planned_node()) return true;
-  const auto plan = this->plan();
-  for (const auto& e : registry_->entries()) {
-    const bool planned =
-        std::any_of(plan.begin(), plan.end(), [&](const PlannedNode& p) { return p.record.node_id == e.record.node_id; });
-    if (!planned && usable(e, footprint_.model_identity)) return true;
-  }
-  return false;
+  return !newcomers(usable_records()).empty();
+}
+
+std::vector<std::string> DynamicCluster::newcomers(const std::vector<NodeRecord>& records) const {
+  std::lock_guard lock(plan_mutex_);
+  std::vector<std::string> out;
+  for (const auto& r : records)
+    if (!considered_.count(r.node_id) &&
+        std::none_of(plan_.begin(), plan_.end(), [&](const PlannedNode& p) { return p.record.node_id == r.node_id; }))
+      out.push_back(r.node_id);
+  return out;
 }
 
 bool DynamicCluster::replan() {
@@ -342,9 +358,20 @@ bool DynamicCluster::replan() {
       gone.push_back(fmt::format("node {} (layers {}-{}) {}", p.record.node_id, p.first, p.last - 1, moved));
   }
   const auto records = usable_records();
+  const auto joined = newcomers(records);
+  if (!lost && joined.empty()) {  // nothing new: keep the plan (a spare a minimal re-plan left out stays out)
+    tell_servable("");
+    set_replan_error("");
+    return false;
+  }
   std::vector<PlannedNode> next;
   try {
-    next = plan_over(records);
+    // A loss moves as few layers as possible; a join (with nothing lost) re-balances.
+    next = lost && !current.empty() ? plan_keeping(current, pinned_with(records), records, footprint_, options_.planner)
+                                    : plan_over(records);
+    std::lock_guard lock(plan_mutex_);
+    considered_.clear();
+    for (const auto& r : records) considered_.insert(r.node_id);
   } catch (const std::exception& e) {
     const std::string why = fmt::format("re-planning over the {} usable online node(s) failed: {}", records.size(), e.what());
     const std::string refusal = gone.empty() ? why : fmt::format("{}; {}", fmt::join(gone, "; "), why);
@@ -374,10 +401,12 @@ bool DynamicCluster::replan() {
   for (const auto& n : next)
     for (const auto& c : current)
       if (n.record.node_id == c.record.node_id && n.first == c.first && n.last == c.last) kept.push_back(n.record.node_id);
-  spdlog::info("registry event=re-plan nodes={} reason=\"{}{} -> {} node(s); unchanged ranges (re-adopted, no reload): "
-               "{}\"",
-               next.size(), gone.empty() ? std::string() : fmt::format("{}; ", fmt::join(gone, "; ")), current.size(),
-               next.size(), kept.empty() ? std::string("none") : fmt::format("{}", fmt::join(kept, ", ")));
+  spdlog::info("registry event=re-plan nodes={} kept={} reloaded={} reason=\"{}{} -> {} node(s){}; unchanged ranges "
+               "(re-adopted, no reload): {}\"",
+               next.size(), kept.size(), count_reloaded(current, next),
+               gone.empty() ? std::string() : fmt::format("{}; ", fmt::join(gone, "; ")), current.size(), next.size(),
+               joined.empty() ? std::string() : fmt::format(", joined: {}", fmt::join(joined, ", ")),
+               kept.empty() ? std::string("none") : fmt::format("{}", fmt::join(kept, ", ")));
   loaded_ = false;
   std::unique_ptr<pipeline::Cluster> old;
   {

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -78,13 +79,15 @@ class DynamicCluster : public api::ClusterView {
   // cluster().layers(); with none loaded it throws baton::Error saying why.
   LayerRunner& layers() { return runner_; }
 
-  // True when a usable online node is not in the plan, a planned node went offline, or no
-  // pipeline is loaded.
+  // True when a usable online node that was not usable at the last plan is not in it (a join), a
+  // planned node went offline, or no pipeline is loaded.
   bool replan_wanted() const;
   // True when a planned node is offline (or no pipeline is loaded): the pipeline cannot serve.
   bool lost_planned_node() const;
-  // No forward pass in flight. Plans over the usable online nodes; when that differs from the
-  // current plan (or the pipeline is broken), drops the current pipeline and loads the new plan
+  // No forward pass in flight. After a loss, keeps every range whose node remains and places only
+  // the lost layers (minimal_replan.h: spares first, else a neighbour grows); after a join, plans
+  // afresh over the usable online nodes. When that differs from the current plan (or the pipeline
+  // is broken), drops the current pipeline and loads the new plan
   // (unchanged ranges are re-adopted by their workers: their KV caches are cleared). Returns
   // whether a pipeline was (re)loaded. Throws like start() when no plan fits, naming the lost
   // node and how much memory is missing (the cluster then stays not ready, snapshot().detail
@@ -136,6 +139,9 @@ class DynamicCluster : public api::ClusterView {
   // The plan over `records` around the pinned nodes (each pinned node's registered record
   // replaces its YAML one when it joined).
   std::vector<PlannedNode> plan_over(const std::vector<NodeRecord>& records) const;
+  std::vector<PinnedRange> pinned_with(const std::vector<NodeRecord>& records) const;
+  // Usable nodes among `records` that are neither planned nor were usable at the last plan.
+  std::vector<std::string> newcomers(const std::vector<NodeRecord>& records) const;
   // A pinned node that never registered: not tracked by the registry (its loss shows as a
   // failed forward pass, like a static cluster's node).
   bool untracked(const std::string& node_id) const;
@@ -169,6 +175,7 @@ class DynamicCluster : public api::ClusterView {
   std::vector<PlannedNode> plan_;  // guarded by plan_mutex_
   std::string broken_;             // guarded by plan_mutex_: why the loaded pipeline cannot serve
   std::string replan_error_;       // guarded by plan_mutex_: why the last re-plan or load failed
+  std::set<std::string> considered_;  // guarded by plan_mutex_: usable node ids at the last plan
   mutable std::mutex cluster_mutex_;  // guards the cluster_ pointer against metrics()/node_plan()
   std::unique_ptr<pipeline::Cluster> cluster_;
   std::atomic<bool> loaded_{false};

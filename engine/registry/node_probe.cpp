@@ -1,5 +1,6 @@
 #include "engine/registry/node_probe.h"
 
+#include <algorithm>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -42,15 +43,25 @@ double calibrate_gflops(int threads, std::chrono::milliseconds budget) {
   kernels::MatmulDriver driver(pool);
   const auto view = kernels::WeightView::dense(GgmlType::kF16, w.data(), n_rows, k, "calibration");
   driver.matmul(view, act.data(), n_tok, out.data());  // warm up (kernel lookup, scratch)
+  // The median of several short trials: one trial on a machine busy for a moment (another
+  // worker starting, the page cache filling) announced 0.2 GFLOP/s where its twins said 18
+  // (issue 29), and the planner then left nodes unused.
   using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  int64_t runs = 0;
-  do {
-    driver.matmul(view, act.data(), n_tok, out.data());
-    ++runs;
-  } while (Clock::now() - t0 < budget);
-  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  return 2.0 * static_cast<double>(k * n_rows * n_tok * runs) / s / 1e9;
+  constexpr int kTrials = 7;
+  const auto trial_budget = std::max<Clock::duration>(budget / kTrials, std::chrono::milliseconds(1));
+  std::vector<double> rates;
+  for (int t = 0; t < kTrials; ++t) {
+    const auto t0 = Clock::now();
+    int64_t runs = 0;
+    do {
+      driver.matmul(view, act.data(), n_tok, out.data());
+      ++runs;
+    } while (Clock::now() - t0 < trial_budget);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    rates.push_back(2.0 * static_cast<double>(k * n_rows * n_tok * runs) / s / 1e9);
+  }
+  std::nth_element(rates.begin(), rates.begin() + kTrials / 2, rates.end());
+  return rates[kTrials / 2];
 }
 
 double CpuLoad::sample() {

@@ -22,9 +22,9 @@ struct MemoryInfo {
 // Reads /proc/meminfo; throws baton::Error naming the file when it cannot be read or lacks a field.
 MemoryInfo read_meminfo(const std::string& path = "/proc/meminfo");
 
-// GFLOP/s of a [n_tok x k] x [k x n_rows] F16 matmul on `threads` threads, repeated for about
-// `budget` (at least once). Used only to rank nodes against each other.
-double calibrate_gflops(int threads, std::chrono::milliseconds budget = std::chrono::milliseconds(50));
+// GFLOP/s of a [n_tok x k] x [k x n_rows] F16 matmul on `threads` threads: the median of 7 trials
+// sharing about `budget` (each at least one matmul). Used only to rank nodes against each other.
+double calibrate_gflops(int threads, std::chrono::milliseconds budget = std::chrono::milliseconds(140));
 
 // Share of the wall time this process spent on the CPU since the previous call, divided by
 // `threads` (0..1, best effort; 0 on the first call). Thread-safe.

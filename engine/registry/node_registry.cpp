@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -33,6 +34,34 @@ NodeRegistry::NodeRegistry(NodeRegistryOptions options) : options_(std::move(opt
 void NodeRegistry::log_event(const char* event, const NodeEntry& e, const std::string& reason) const {
   spdlog::info("registry event={} node={} address={}:{} state={} reason=\"{}\"", event, e.record.node_id,
                e.record.host, e.record.port, to_string(e.state), reason);
+}
+
+void NodeRegistry::flush_heartbeat_log_locked(Clock::time_point now) {
+  if (pending_missed_.empty() && pending_resumed_.empty()) return;
+  if (last_heartbeat_log_ != Clock::time_point{} && now - last_heartbeat_log_ < options_.heartbeat_log_interval) return;
+  last_heartbeat_log_ = now;
+  auto names = [](std::vector<std::string>& ids) {  // at most 8 ids, then a count
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    std::string out;
+    for (size_t i = 0; i < ids.size() && i < 8; ++i) out += (i ? "," : "") + ids[i];
+    if (ids.size() > 8) out += fmt::format(",+{} more", ids.size() - 8);
+    return out;
+  };
+  const auto missed_after =
+      options_.missed_after.count() > 0 ? options_.missed_after : options_.heartbeat_timeout * 2 / 3;
+  if (!pending_missed_.empty()) {
+    const std::string ids = names(pending_missed_);
+    spdlog::info("registry event=heartbeat-missed count={} nodes={} reason=\"silent for more than {} ms (offline after {} "
+                 "ms)\"",
+                 pending_missed_.size(), ids, missed_after.count(), options_.heartbeat_timeout.count());
+  }
+  if (!pending_resumed_.empty()) {
+    const std::string ids = names(pending_resumed_);
+    spdlog::info("registry event=heartbeat-resumed count={} nodes={} reason=\"heard again\"", pending_resumed_.size(), ids);
+  }
+  pending_missed_.clear();
+  pending_resumed_.clear();
 }
 
 void NodeRegistry::changed_locked(bool persist) {
@@ -92,7 +121,8 @@ void NodeRegistry::heartbeat(const NodeRecord& record, uint64_t connection) {
   e.connection = connection;
   if (e.missed_logged) {
     e.missed_logged = false;
-    log_event("heartbeat-resumed", e, "heard again");
+    pending_resumed_.push_back(e.record.node_id);
+    flush_heartbeat_log_locked(e.last_seen);
   }
   if (e.state == NodeState::kOffline) {
     e.state = NodeState::kOnline;
@@ -129,6 +159,7 @@ std::vector<std::string> NodeRegistry::sweep(Clock::time_point now) {
   std::lock_guard lock(mutex_);
   std::vector<std::string> gone;
   const auto timeout = options_.heartbeat_timeout;
+  const auto missed_after = options_.missed_after.count() > 0 ? options_.missed_after : timeout * 2 / 3;
   for (auto& [id, e] : nodes_) {
     if (e.state == NodeState::kOffline || !e.heard) continue;
     const auto silent = now - e.last_seen;
@@ -138,13 +169,12 @@ std::vector<std::string> NodeRegistry::sweep(Clock::time_point now) {
                              std::chrono::duration_cast<std::chrono::milliseconds>(silent).count(), timeout.count());
       log_event("offline", e, e.reason);
       gone.push_back(id);
-    } else if (silent > timeout / 3 && !e.missed_logged) {
+    } else if (silent > missed_after && !e.missed_logged) {
       e.missed_logged = true;
-      log_event("heartbeat-missed", e,
-                fmt::format("silent for {} ms",
-                            std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()));
+      pending_missed_.push_back(id);
     }
   }
+  flush_heartbeat_log_locked(now);
   if (!gone.empty()) changed_locked(true);
   return gone;
 }

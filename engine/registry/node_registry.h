@@ -55,6 +55,13 @@ struct NodeRegistryOptions {
   std::chrono::milliseconds heartbeat_timeout{3000};  // silent this long -> offline
   std::string persist_path;                           // "" = not persisted
   int64_t n_layer = 0;  // the model's layers: records claiming others are refused (0: unknown)
+  // A node counts as having missed heartbeats once silent this long (0: two thirds of the
+  // timeout, i.e. two intervals of a worker's default 1 s against the default 3 s timeout; a third
+  // equalled the interval and logged every late heartbeat: issue 29, 281-520 lines at 39 nodes).
+  std::chrono::milliseconds missed_after{0};
+  // heartbeat-missed / heartbeat-resumed are aggregated: at most one line of each per interval,
+  // naming the nodes (the first one after a quiet interval is logged at once).
+  std::chrono::milliseconds heartbeat_log_interval{5000};
 };
 
 class NodeRegistry {
@@ -75,8 +82,8 @@ class NodeRegistry {
   void deregister(const std::string& node_id, const std::string& reason);
   // Its control connection `connection` ended (ignored if it re-registered on another one).
   void connection_lost(const std::string& node_id, uint64_t connection, const std::string& reason);
-  // Marks silent nodes offline (timeout) and logs a missed heartbeat once per silence after a
-  // third of the timeout. Returns the ids that went offline.
+  // Marks silent nodes offline (timeout) and notes a missed heartbeat once per silence after
+  // `missed_after` (logged aggregated, see heartbeat_log_interval). Returns the ids that went offline.
   std::vector<std::string> sweep(std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
   // The coordinator's load transitions: online <-> loading. Ignored for offline nodes.
   void set_state(const std::string& node_id, NodeState state, const std::string& reason);
@@ -100,6 +107,8 @@ class NodeRegistry {
   void save_locked() const;
   void load_file();
   void log_event(const char* event, const NodeEntry& e, const std::string& reason) const;
+  // One line per kind for the nodes noted since the last one, unless that was < the interval ago.
+  void flush_heartbeat_log_locked(std::chrono::steady_clock::time_point now);
 
   NodeRegistryOptions options_;
   mutable std::mutex mutex_;
@@ -107,6 +116,8 @@ class NodeRegistry {
   std::map<std::string, NodeEntry> nodes_;
   std::optional<SavedPlan> plan_;
   uint64_t version_ = 1;
+  std::vector<std::string> pending_missed_, pending_resumed_;  // not logged yet
+  std::chrono::steady_clock::time_point last_heartbeat_log_{};
 };
 
 }  // namespace baton::registry

@@ -54,6 +54,8 @@ uint64_t range_bytes(const ModelFootprint& model, const PlannerOptions& options,
 
 namespace {
 
+constexpr double kSpeedClampFactor = 4.0;
+
 struct Candidate {
   const NodeRecord* record;
   int64_t serve_first, serve_last;  // [first, last)
@@ -91,6 +93,16 @@ std::vector<PlannedNode> plan_nodes(const std::vector<NodeRecord>& nodes, const 
   if (cands.empty())
     fail("plan: no node can serve model {} ({} registered{}{})", model.model_identity, nodes.size(),
          skipped.empty() ? "" : ": ", fmt::join(skipped, "; "));
+  if (all_speed) {
+    // Speeds beyond 4x of the median either way are measurement outliers (a worker calibrated
+    // while its machine was busy announced 0.2 GFLOP/s beside twins at 18: issue 29), not a
+    // reason to leave a node without layers or to pile layers on one: clamped.
+    std::vector<double> speeds;
+    for (const auto& c : cands) speeds.push_back(c.weight);
+    std::nth_element(speeds.begin(), speeds.begin() + static_cast<std::ptrdiff_t>(speeds.size() / 2), speeds.end());
+    const double median = speeds[speeds.size() / 2];
+    for (auto& c : cands) c.weight = std::clamp(c.weight, median / kSpeedClampFactor, median * kSpeedClampFactor);
+  }
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
     return a.serve_first != b.serve_first ? a.serve_first < b.serve_first : a.record->node_id < b.record->node_id;
   });

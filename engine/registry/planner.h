@@ -1,5 +1,6 @@
 // Plans contiguous layer ranges over the nodes that registered: in proportion to each node's
-// measured speed (memory free when no speed was measured), never exceeding a node's free memory
+// measured speed (memory free when no speed was measured; speeds clamped to 1/4..4x of the median,
+// outliers of a noisy calibration), never exceeding a node's free memory
 // (weights of its layers from the GGUF tensor sizes + KV cache for n_ctx x slots + headroom),
 // and only on nodes with the coordinator's model identity that can serve the layers (a shard
 // serves only its own range). Refuses with a message saying how much memory is missing.

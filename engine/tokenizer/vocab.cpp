@@ -23,10 +23,12 @@ constexpr std::string_view kKeyScores = "tokenizer.ggml.scores";
 constexpr std::string_view kKeyTypes = "tokenizer.ggml.token_type";
 constexpr std::string_view kKeyMerges = "tokenizer.ggml.merges";
 
-// Texts that end generation (llama.cpp detects these by text, whatever the file says).
-constexpr std::array<const char*, 11> kEogTexts = {
+// Texts that end generation (llama.cpp detects these by text, whatever the file says). "</s>"
+// is one since llama.cpp added it for paddleocr: a USER_DEFINED "</s>" (Phi-3's) thereby becomes
+// CONTROL and is no longer parsed as a special token when special-token parsing is off.
+constexpr std::array<const char*, 12> kEogTexts = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
-    "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<end_of_utterance>",
+    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "<end_of_utterance>",
 };
 constexpr std::array<const char*, 9> kEotTexts = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "_<EOT>",
@@ -308,6 +310,12 @@ void Vocab::mark_end_of_generation() {
       eog_ids_.push_back(id);
       force_control(id);
     }
+  }
+  // llama.cpp's gemma4 workaround: with "<|tool_response>" in the vocabulary, "</s>" is a plain
+  // token, neither end of generation nor special.
+  if (const int32_t s = find("</s>"); s != kNoToken && find("<|tool_response>") != kNoToken && s != special_.eos) {
+    std::erase(eog_ids_, s);
+    tokens_[s].type = TokenType::kNormal;
   }
   std::sort(eog_ids_.begin(), eog_ids_.end());
   eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());

@@ -44,7 +44,10 @@ TEST_CASE("a two-node topology parses, resolves paths and plans the given ranges
 TEST_CASE("a missing layer is named together with the gap") {
   std::string text = kTwoNodes;
   text.replace(text.find("[2, 3]"), 6, "[3, 3]");
-  CHECK_THAT(error_of(text), Catch::Contains("layers 2 are not assigned"));
+  // Issue 29: the nodes around the gap are named ("layers 2 are not assigned" named none).
+  CHECK_THAT(error_of(text), Catch::Contains(
+                                 "layer 2 (after node node-01 (layers 0-1), before node node-02 (layers 3-3)) is not "
+                                 "assigned to any node"));
 }
 
 TEST_CASE("a doubly assigned layer names both nodes") {

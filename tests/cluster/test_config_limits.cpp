@@ -86,3 +86,15 @@ TEST_CASE("a huge cluster YAML is refused by its size before parsing, and the no
   std::ofstream(path) << huge;
   CHECK_THROWS_WITH(parse_cluster_config_file(path), Catch::Contains("more than the 1048576 a cluster config may have"));
 }
+
+// Issue 29, defect 5: a registry next to a fixed node list was silently ignored.
+TEST_CASE("cluster.registry with a fixed node list is refused, naming the line and what to do") {
+  const std::string fixed = "model: m.gguf\ncluster:\n  insecure: true\n  registry: etcd://127.0.0.1:2379/baton\n"
+                            "  nodes:\n    - { id: a, host: 10.0.0.1, port: 8010, layers: [0, 1] }\n";
+  const std::string err = config_error(fixed);
+  CHECK_THAT(err, Catch::StartsWith("cluster.yaml:4: cluster.registry is only used to find workers that join"));
+  CHECK_THAT(err, Catch::Contains("add `auto`"));
+  const std::string mixed = "model: m.gguf\ncluster:\n  insecure: true\n  registry: etcd://127.0.0.1:2379/baton\n"
+                            "  nodes:\n    - { id: a, host: 10.0.0.1, port: 8010, layers: [0, 1] }\n    - auto\n";
+  CHECK(config_error(mixed).empty());
+}

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -103,4 +104,61 @@ TEST_CASE("engine-coordinator with nodes: auto serves the workers that join, eng
   CHECK(res->status == 503);
 
   CHECK(coordinator.terminate(5000ms) == 0);
+}
+
+// Issue 29, progress and readiness: the coordinator listens at once and answers 503 "loading" with
+// progress while it waits for workers (llama-server answers /health 503 while it loads), logs
+// progress lines, and engine-ctl status takes the http:// URL the coordinator prints.
+TEST_CASE("engine-coordinator answers /health 503 loading with progress until the cluster serves", "[registry]") {
+  const std::string model = baton::test::shared_path("models/stories260K.gguf");
+  const uint16_t http = baton::test::free_loopback_ports(2);
+  const std::string join = fmt::format("127.0.0.1:{}", http + 1);
+  const std::vector<std::string> args = {"--insecure", "--join", join, "--heartbeat-ms", "200", "--speed", "10"};
+  baton::test::WorkerProcess w1("p1", model, args);
+  const std::string dir = baton::test::temp_dir();
+  const std::string yaml = dir + "/progress.yaml";
+  std::ofstream(yaml) << fmt::format(
+      "model: {}\ncluster:\n  master: {{ host: 127.0.0.1, port: {} }}\n  insecure: true\n  nodes: auto\n"
+      "  min_nodes: 2\n  join_timeout: 30\n  heartbeat_timeout: 1\n",
+      model, http);
+  baton::test::ProcessOptions po;
+  po.stderr_path = dir + "/progress-coordinator.err";
+  baton::test::Process coordinator({baton::test::binary_dir() + "/bin/engine-coordinator", "--config", yaml, "-t", "1",
+                                    "--slots", "1", "--ctx", "128"},
+                                   po);
+  auto logs = [&] { return coordinator.output() + coordinator.error_output(); };
+  httplib::Client client("127.0.0.1", http);
+  client.set_connection_timeout(1s);
+  auto health = client.Get("/health");
+  for (int i = 0; i < 100 && !health; ++i) {
+    std::this_thread::sleep_for(100ms);
+    health = client.Get("/health");
+  }
+  INFO(logs());
+  REQUIRE(health);
+  CHECK(health->status == 503);
+  auto body = nlohmann::json::parse(health->body);
+  for (int i = 0; i < 100 && body["progress"]["phase"] == "starting"; ++i) {  // before the registry opens
+    std::this_thread::sleep_for(50ms);
+    body = nlohmann::json::parse(client.Get("/health")->body);
+  }
+  CHECK(body["status"] == "loading");
+  CHECK(body["progress"]["phase"] == "joining");
+  CHECK(body["progress"]["nodes_wanted"] == 2);
+  std::this_thread::sleep_for(1500ms);  // at least one progress line
+  CHECK(client.Get("/health")->body.find("\"nodes_registered\":1") != std::string::npos);
+  CHECK(logs().find("loading: 1/2 nodes registered") != std::string::npos);
+  auto loading = ctl(fmt::format("status --coordinator http://127.0.0.1:{}/", http));
+  INFO(loading.out);
+  CHECK(loading.status == 1);
+  CHECK(loading.out.find("LOADING") != std::string::npos);
+
+  baton::test::WorkerProcess w2("p2", model, args);
+  const bool serving = coordinator.wait_for_output("listening on http://", 60s);
+  INFO(logs());
+  REQUIRE(serving);
+  CHECK(client.Get("/health")->status == 200);
+  auto ready = ctl(fmt::format("status --coordinator http://127.0.0.1:{}", http));
+  INFO(ready.out);
+  CHECK(ready.status == 0);
 }

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,7 +69,12 @@ TEST_CASE("engine-ctl doctor: reachability like nc -zv, coverage, memory fit, ex
   INFO(gap.out);
   CHECK(gap.status == 1);
   CHECK(gap.out.find("FAIL  layer coverage:") != std::string::npos);
-  CHECK(gap.out.find("layers 3 are not assigned to any node") != std::string::npos);
+  CHECK(gap.out.find("layer 3 (after node a (layers 0-2), before node b (layers 4-4)) is not assigned to any node") !=
+        std::string::npos);
+
+  // The handshake (issue 29): the port being open was "all checks passed" even with a wrong secret.
+  CHECK(good.out.find(fmt::format("ok    node a (127.0.0.1:{}): handshake ok (protocol", a.port())) != std::string::npos);
+  CHECK(good.out.find(fmt::format("ok    node b (127.0.0.1:{}): same model", b.port())) != std::string::npos);
 
   auto missing = run("doctor " + write_yaml("missing.yaml", yaml("/nonexistent/model.gguf", a.port(), b.port())));
   INFO(missing.out);
@@ -126,4 +132,42 @@ TEST_CASE("engine-ctl status: prints the cluster table of GET /v1/cluster, exit 
   auto gone = run(fmt::format("status --coordinator 127.0.0.1:{} --timeout 1", port));
   CHECK(gone.status == 1);
   CHECK(gone.out.find("cannot reach the coordinator") != std::string::npos);
+}
+
+// Issue 29: engine-ctl doctor only opened the TCP port, so a wrong secret or another model was "all
+// checks passed"; a wrong secret was reported as "did not answer within 5 s" after 20 ms.
+TEST_CASE("engine-ctl doctor: a wrong secret and another model are FAILs named as such", "[registry]") {
+  const std::string model = baton::test::shared_path("models/stories260K.gguf");
+  // Another model the engine can open (4 layers: node b's [3, 4] also exceeds its file).
+  const std::string other = baton::test::shared_path("models/synthetic/tl256-F16.gguf");
+  const std::string dir = baton::test::temp_dir();
+  std::ofstream(dir + "/right.secret") << "the right secret for doctor";
+  std::ofstream(dir + "/wrong.secret") << "a wrong secret for the doctor";
+  ::chmod((dir + "/right.secret").c_str(), 0600);
+  ::chmod((dir + "/wrong.secret").c_str(), 0600);
+  baton::test::WorkerProcess a("a", model, {"--secret-file", dir + "/right.secret"});
+  baton::test::WorkerProcess b("b", other, {"--secret-file", dir + "/right.secret"});
+  auto config = [&](const std::string& secret) {
+    return fmt::format("model: {}\ncluster:\n  secret_file: {}\n  nodes:\n"
+                       "    - {{ id: a, host: 127.0.0.1, port: {}, layers: [0, 2] }}\n"
+                       "    - {{ id: b, host: 127.0.0.1, port: {}, layers: [3, 4] }}\n",
+                       model, secret, a.port(), b.port());
+  };
+  auto wrong = run("doctor " + write_yaml("wrong-secret.yaml", config(dir + "/wrong.secret")));
+  INFO(wrong.out);
+  CHECK(wrong.status == 1);
+  CHECK(wrong.out.find(fmt::format("FAIL  node a (127.0.0.1:{}) refused the handshake, check that both use the same "
+                                   "cluster secret",
+                                   a.port())) != std::string::npos);
+  CHECK(wrong.out.find("did not answer") == std::string::npos);
+  CHECK(wrong.out.find("all checks passed") == std::string::npos);
+
+  auto mismatch = run("doctor " + write_yaml("other-model.yaml", config(dir + "/right.secret")));
+  INFO(mismatch.out);
+  CHECK(mismatch.status == 1);
+  CHECK(mismatch.out.find(fmt::format("ok    node a (127.0.0.1:{}): same model", a.port())) != std::string::npos);
+  CHECK(mismatch.out.find(fmt::format("FAIL  node b (127.0.0.1:{}) has model identity", b.port())) != std::string::npos);
+  CHECK(mismatch.out.find(fmt::format("FAIL  node b (127.0.0.1:{}) is given layers 3-4 but its file holds layers 0-3",
+                                      b.port())) != std::string::npos);
+  CHECK(mismatch.out.find("2 check(s) failed") != std::string::npos);
 }

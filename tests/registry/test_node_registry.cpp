@@ -1,9 +1,12 @@
 // NodeRegistry on its own: states and reasons, the heartbeat timeout (a silent node, e.g. a cut
 // network, with no closed connection), persistence and a malformed file.
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "engine/base/error.h"
@@ -85,4 +88,52 @@ TEST_CASE("node registry: persists nodes and plan, a restart recovers them offli
   std::ofstream(path) << "{not json";
   CHECK_THROWS_WITH(NodeRegistry({std::chrono::milliseconds(3000), path}),
                     Catch::Contains("registry file " + path + ": invalid JSON"));
+}
+
+namespace {
+
+// Routes spdlog's default logger into a string for the lifetime of the object.
+class CapturedRegistryLog {
+ public:
+  CapturedRegistryLog() : previous_(spdlog::default_logger()) {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
+    sink->set_pattern("%v");
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("captured-registry", sink));
+  }
+  ~CapturedRegistryLog() { spdlog::set_default_logger(previous_); }
+  int count(const std::string& what) const {
+    std::istringstream in(out_.str());
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find(what) != std::string::npos ? 1 : 0;
+    return n;
+  }
+  std::string text() const { return out_.str(); }
+
+ private:
+  std::shared_ptr<spdlog::logger> previous_;
+  std::ostringstream out_;
+};
+
+}  // namespace
+
+// Issue 29, defect 5: at 39 nodes the coordinator logged 281-520 heartbeat-missed events in 30-41 s,
+// because a heartbeat counted as missed after a third of the timeout, i.e. exactly the interval.
+TEST_CASE("node registry: late heartbeats of 39 nodes give one aggregated line, not one per node") {
+  CapturedRegistryLog log;
+  NodeRegistry reg({std::chrono::milliseconds(3000), ""});
+  for (int i = 0; i < 39; ++i) reg.register_node(record("node-" + std::to_string(100 + i)), static_cast<uint64_t>(i + 1));
+  const auto t0 = std::chrono::steady_clock::now();
+  reg.sweep(t0 + 1200ms);  // 1.2 intervals of a worker's 1 s: late, not missed
+  CHECK(log.count("heartbeat-missed") == 0);
+  reg.sweep(t0 + 2100ms);  // two intervals: missed, once for all of them
+  for (int i = 0; i < 39; ++i) reg.heartbeat(record("node-" + std::to_string(100 + i)), static_cast<uint64_t>(i + 1));
+  CHECK(log.count("heartbeat-missed") == 1);
+  CHECK(log.count("count=39") == 1);
+  CHECK(log.count("heartbeat-resumed") == 0);  // within the log interval: held back
+  reg.sweep(t0 + 7200ms);  // the next interval (they are offline by now): the resumed ones in one line
+  CHECK(log.count("heartbeat-resumed") == 1);
+  CHECK(log.count("heartbeat-") == 2);
+  INFO(log.text());
+  CHECK(log.text().find("nodes=node-100,node-101") != std::string::npos);
+  CHECK(log.text().find("+31 more") != std::string::npos);
 }

@@ -173,8 +173,15 @@ TEST_CASE("special tokens are parsed only when asked, longest first, and user-de
   CHECK(p.encode("<|user|>Hi", false, true) == p.encode("<|user|>\n  Hi", false, true));
   CHECK(p.is_eog(end));
   CHECK(p.eot() == end);
+  // "</s>" is USER_DEFINED in the file, but llama.cpp counts it as end of generation and so as
+  // CONTROL: with special-token parsing off it is plain text (issue 29, defect 7).
+  const int32_t end_s = p.find_token("</s>");
   const auto s_off = p.encode("x</s>", false, false);
-  CHECK(s_off.back() == p.find_token("</s>"));
+  CHECK(std::find(s_off.begin(), s_off.end(), end_s) == s_off.end());
+  CHECK(s_off.size() > 2);
+  CHECK(p.encode("x</s>", false, true).back() == end_s);
+  CHECK(p.is_eog(end_s));
+  CHECK(p.token_to_piece(end_s).empty());
   CHECK(p.token_to_piece(user).empty());
   CHECK(p.token_to_piece(user, /*special=*/true) == "<|user|>");
 }

@@ -17,12 +17,14 @@
 #include <cstdio>
 #include <fstream>
 #include <string_view>
+#include <thread>
 
 #include "tools/spec_options.h"
 #include "tools/common_cli.h"
 #include "tools/context_check.h"
 #include "tools/systemd_notify.h"
 #include "tools/logging.h"
+#include "loading_server.h"
 #include "engine/api/http_server.h"
 #include "engine/api/served_model.h"
 #include "engine/cluster/cluster_config.h"
@@ -142,7 +144,18 @@ int main(int argc, char** argv) {
       if (!host_opt->count()) http.host = config.master_host;
       if (!port_opt->count()) http.port = config.master_port;
       baton::tools::warn_if_ctx_above_trained("engine-coordinator", config.model, so.n_ctx);
+      // Listen at once: /health answers 503 "loading" with progress until the cluster serves.
+      auto progress = std::make_shared<baton::pipeline::LoadProgress>();
+      baton::pipeline::LoadProgress::install(progress);
+      baton::coordinator::LoadingServer loading(progress, http.host, http.port);
+      http.port = loading.port();
+      spdlog::info("loading: http://{}:{}/health answers 503 with progress until the cluster is loaded", http.host,
+                   http.port);
+      progress->start_reporting();
       model = baton::api::ServedModel::open_cluster(config, so);
+      progress->done();
+      baton::pipeline::LoadProgress::install(nullptr);  // re-plans later are not "loading"
+      loading.stop();  // the real server binds the same port next
       spdlog::info("cluster ready: {} ({} layers) on {} nodes", config.model, model->info().n_layer, model->plan().size());
       fmt::print("| node | address | layers |\n| --- | --- | --- |\n");
       for (const auto& n : model->plan()) fmt::print("| {} | {}:{} | {}-{} |\n", n.id, n.host, n.port, n.first, n.last - 1);
@@ -151,7 +164,17 @@ int main(int argc, char** argv) {
       model = baton::api::ServedModel::open_local(model_path, so);
     }
     baton::api::HttpServer server(*model, http);
-    server.start();
+    // After the loading server, the port may take a moment to be free again (its last
+    // connections closing): retry the bind for up to 3 s before giving up.
+    for (int attempt = 0;; ++attempt) {
+      try {
+        server.start();
+        break;
+      } catch (const std::exception&) {
+        if (config_path.empty() || attempt >= 30) throw;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
     fmt::print("listening on http://{}:{}\n", http.host, server.port());
     std::fflush(stdout);
     spdlog::info("serving {} ({} slots, context {}){}", model->info().id, so.scheduler.slots, model->info().n_ctx,

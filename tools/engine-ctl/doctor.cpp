@@ -17,7 +17,11 @@
 #include "engine/cluster/cluster_config.h"
 #include "engine/registry/node_probe.h"
 #include "engine/registry/planner.h"
+#include "engine/pipeline/connect_failure.h"
 #include "gguf/gguf_file.h"
+#include "gguf/model_identity.h"
+#include "net/inbox.h"
+#include "net/node.h"
 #include "net/auth.h"
 
 namespace baton::ctl {
@@ -78,6 +82,76 @@ struct Report {
   }
 };
 
+// The coordinator's handshake with node `n` (protocol version, secret, node id), then its status
+// (model identity, servable layers, memory) by a status query; it sends no Prepare, so the node
+// keeps whatever it serves. Every finding is one line of `r`.
+void check_handshake(const ClusterConfig& config, const NodeConfig& n, const std::string& identity,
+                     std::chrono::milliseconds timeout, Report& r) {
+  net::NodeOptions no;
+  no.node_id = "engine-ctl-doctor";
+  no.role = net::Role::kClient;
+  try {
+    no.auth = config.insecure ? net::AuthConfig::insecure()
+                              : net::AuthConfig::with_secret(net::load_secret_file(config.secret_file));
+  } catch (const std::exception&) {
+    return;  // the secret file check above failed already
+  }
+  no.handshake_timeout = timeout;
+  net::Inbox inbox;
+  net::Node node(std::move(no), inbox.handler());
+  const std::string who = fmt::format("node {} ({}:{})", n.id, n.host, n.port);
+  net::ConnectionPtr c;
+  try {
+    net::ConnectOptions co;
+    co.deadline = timeout;
+    c = node.connect(n.host, n.port, co);
+  } catch (const std::exception& e) {
+    r.fail(pipeline::describe_connect_failure(who, n.host, n.port, static_cast<double>(timeout.count()) / 1000.0,
+                                              e.what()));
+    return;
+  }
+  const auto& hello = c->peer().hello;
+  if (hello.node_id != n.id) {
+    r.fail(fmt::format("{} answered as node '{}', the config says '{}'", who, hello.node_id, n.id));
+    return;
+  }
+  r.ok(fmt::format("{}: handshake ok (protocol {}, {})", who, hello.protocol_version,
+                   config.insecure ? "insecure" : "cluster secret accepted"));
+  c->send(net::Heartbeat{});  // a status query
+  std::optional<net::NodeStatus> status;
+  std::string refused;  // the worker's ErrorReport (e.g. its model file does not open)
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (!status && refused.empty() && std::chrono::steady_clock::now() < end) {
+    auto in = inbox.pop(std::chrono::milliseconds(50));
+    if (!in) continue;
+    if (const auto* h = std::get_if<net::Heartbeat>(&in->message)) status = h->status;
+    if (const auto* e = std::get_if<net::ErrorReport>(&in->message)) refused = e->message;
+  }
+  c->send(net::Goodbye{"engine-ctl doctor done"});
+  if (!refused.empty()) {
+    r.fail(fmt::format("{} cannot serve: {}", who, refused));
+    return;
+  }
+  if (!status) {
+    r.note(fmt::format("{} did not report its model and memory within {} ms (a worker older than the status query)",
+                       who, timeout.count()));
+    return;
+  }
+  if (!identity.empty() && status->model_identity != identity)
+    r.fail(fmt::format("{} has model identity {}, the coordinator's model has {}: a different GGUF file", who,
+                       status->model_identity, identity));
+  else if (!identity.empty())
+    r.ok(fmt::format("{}: same model (identity {})", who, identity));
+  const bool serves_all = !status->layers.empty();
+  if (n.layers && (!serves_all || status->layers[0].first > n.layers->first ||
+                   status->layers[0].last < n.layers->second))
+    r.fail(fmt::format("{} is given layers {}-{} but its file holds {}", who, n.layers->first, n.layers->second,
+                       serves_all ? fmt::format("layers {}-{}", status->layers[0].first, status->layers[0].last)
+                                  : std::string("no layers")));
+  r.ok(fmt::format("{}: {} of {} memory available, {} threads, {}", who, registry::format_bytes(status->memory_free),
+                   registry::format_bytes(status->memory_total), status->threads, status->isa));
+}
+
 }  // namespace
 
 int run_doctor(const DoctorArgs& args) {
@@ -101,20 +175,24 @@ int run_doctor(const DoctorArgs& args) {
     }
   }
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(args.timeout_s * 1000));
+  std::shared_ptr<const gguf::GgufFile> file;
+  std::string identity;
+  try {
+    file = gguf::GgufFile::open(config.model);
+    identity = gguf::model_identity(*file);
+  } catch (const std::exception& e) {
+    r.fail(fmt::format("model {}: {}", config.model, e.what()));
+  }
   for (const auto& n : config.nodes) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string why = probe_tcp(n.host, n.port, timeout);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (why.empty())
+    if (why.empty()) {
       r.ok(fmt::format("node {} {}:{}: port open ({:.1f} ms)", n.id, n.host, n.port, ms));
-    else
+      check_handshake(config, n, identity, timeout, r);
+    } else {
       r.fail(fmt::format("node {} {}:{}: port not reachable: {}", n.id, n.host, n.port, why));
-  }
-  std::shared_ptr<const gguf::GgufFile> file;
-  try {
-    file = gguf::GgufFile::open(config.model);
-  } catch (const std::exception& e) {
-    r.fail(fmt::format("model {}: {}", config.model, e.what()));
+    }
   }
   if (file) {
     const auto fp = registry::ModelFootprint::from_file(*file, args.n_ctx, args.slots);

@@ -28,12 +28,23 @@ std::string reading_cells(const nlohmann::json& n) {
                               : "-";
   const std::string conns = has("open_connections") ? fmt::format("{:.0f}", r["open_connections"].get<double>()) : "-";
   return fmt::format("{} | {} | {} | {}", temp, bytes("memory_available_bytes"), net, conns);
+// "http://127.0.0.1:8021/" (what the coordinator prints) -> "127.0.0.1:8021".
+std::string coordinator_address(std::string text) {
+  if (text.rfind("http://", 0) == 0) text = text.substr(7);
+  while (!text.empty() && text.back() == '/') text.pop_back();
+  return text;
 }
 
 }  // namespace
 
 int run_status(const StatusArgs& args) {
-  const auto [host, port] = registry::parse_host_port(args.coordinator, "--coordinator");
+  const std::string address = coordinator_address(args.coordinator);
+  if (args.coordinator.rfind("https://", 0) == 0) {
+    fmt::print(stderr, "error: --coordinator '{}': HTTPS is not supported, give http://HOST:PORT or HOST:PORT\n",
+               args.coordinator);
+    return 1;
+  }
+  const auto [host, port] = registry::parse_host_port(address, "--coordinator");
   httplib::Client client(host, port);
   const auto t = std::chrono::milliseconds(static_cast<int64_t>(args.timeout_s * 1000));
   client.set_connection_timeout(t);
@@ -42,22 +53,39 @@ int run_status(const StatusArgs& args) {
   if (!args.api_key.empty()) headers.emplace("Authorization", "Bearer " + args.api_key);
   auto res = client.Get("/v1/cluster", headers);
   if (!res) {
-    fmt::print(stderr, "error: cannot reach the coordinator at {}: {}\n", args.coordinator, httplib::to_string(res.error()));
+    const bool refused = res.error() == httplib::Error::Connection;
+    fmt::print(stderr, "error: cannot reach the coordinator at {}: {}{}\n", address, httplib::to_string(res.error()),
+               refused ? " error (nothing listens there, or a firewall refuses it; is engine-coordinator running?)"
+                       : "");
     return 1;
   }
+  if (res->status == 503) {  // still connecting or loading: say how far it got
+    try {
+      const auto doc = nlohmann::json::parse(res->body);
+      if (doc.value("status", "") == "loading") {
+        const auto& p = doc["progress"];
+        fmt::print("cluster {}: LOADING ({}), {}/{} nodes connected, {}/{} ready: {}\n", address,
+                   p.value("phase", "?"), p.value("nodes_connected", 0), p.value("nodes_total", 0),
+                   p.value("nodes_ready", 0), p.value("nodes_total", 0),
+                   doc.contains("error") ? doc["error"].value("message", "") : std::string());
+        return 1;
+      }
+    } catch (const std::exception&) {
+    }
+  }
   if (res->status != 200) {
-    fmt::print(stderr, "error: GET http://{}/v1/cluster answered {}: {}\n", args.coordinator, res->status, res->body);
+    fmt::print(stderr, "error: GET http://{}/v1/cluster answered {}: {}\n", address, res->status, res->body);
     return 1;
   }
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(res->body);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "error: GET http://{}/v1/cluster: not JSON: {}\n", args.coordinator, e.what());
+    fmt::print(stderr, "error: GET http://{}/v1/cluster: not JSON: {}\n", address, e.what());
     return 1;
   }
   const bool ready = doc.value("ready", false);
-  fmt::print("cluster {}: {}, layers {}covered, {} layers\n", args.coordinator, ready ? "ready" : "NOT READY",
+  fmt::print("cluster {}: {}, layers {}covered, {} layers\n", address, ready ? "ready" : "NOT READY",
              doc.value("layers_covered", false) ? "" : "not ", doc.value("n_layer", 0));
   if (doc.contains("detail") && doc["detail"].is_string() && !doc["detail"].get<std::string>().empty())
     fmt::print("detail: {}\n", doc["detail"].get<std::string>());
@@ -67,7 +95,11 @@ int run_status(const StatusArgs& args) {
     std::string layers = "-";
     if (n.contains("layers") && n["layers"].is_array() && n["layers"].size() == 2)
       layers = fmt::format("{}-{}", n["layers"][0].get<int64_t>(), n["layers"][1].get<int64_t>());
-    const auto total = n.value("memory_total_bytes", uint64_t{0}), used = n.value("memory_used_bytes", uint64_t{0});
+    // null (unknown, e.g. a static cluster's worker) counts as 0: shown as "-".
+    auto bytes = [&](const char* key) {
+      return n.contains(key) && n[key].is_number_unsigned() ? n[key].get<uint64_t>() : uint64_t{0};
+    };
+    const auto total = bytes("memory_total_bytes"), used = bytes("memory_used_bytes");
     const std::string memory =
         total ? fmt::format("{} / {}", registry::format_bytes(used), registry::format_bytes(total)) : "-";
     std::string hb = "-";
