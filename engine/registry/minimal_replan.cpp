@@ -52,14 +52,13 @@ std::optional<std::vector<PlannedNode>> keep_fill_with_spares(const std::vector<
   return got;
 }
 
-// Whether `node` may grow from its range to [first, last): it serves those layers and its free
-// memory holds the extra bytes.
+// Whether `node` may grow from its range to [first, last): it serves those layers and its
+// announced memory holds the whole range (memory_free is what a node offers for its range, as the
+// planner reads it: plan_nodes checks range_bytes <= memory_free).
 bool keep_can_grow(const PlannedNode& node, int64_t first, int64_t last, const ModelFootprint& model,
                    const PlannerOptions& options) {
   if (!keep_serves(node.record, first, last)) return false;
-  const uint64_t now = range_bytes(model, options, node.first, node.last);
-  const uint64_t then = range_bytes(model, options, first, last);
-  return then <= now || then - now <= node.record.memory_free;
+  return range_bytes(model, options, first, last) <= node.record.memory_free;
 }
 
 }  // namespace

@@ -28,6 +28,8 @@ std::string reading_cells(const nlohmann::json& n) {
                               : "-";
   const std::string conns = has("open_connections") ? fmt::format("{:.0f}", r["open_connections"].get<double>()) : "-";
   return fmt::format("{} | {} | {} | {}", temp, bytes("memory_available_bytes"), net, conns);
+}
+
 // "http://127.0.0.1:8021/" (what the coordinator prints) -> "127.0.0.1:8021".
 std::string coordinator_address(std::string text) {
   if (text.rfind("http://", 0) == 0) text = text.substr(7);
