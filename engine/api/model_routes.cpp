@@ -39,7 +39,7 @@ json slot_json(HttpServer::Impl& s, int id, bool busy) {
   return json{{"id", id},
               {"id_task", -1},
               {"n_ctx", n_ctx},
-              {"speculative", false},
+              {"speculative", s.model.scheduler().options().speculation.enabled()},  // --spec (ngram by default)
               {"is_processing", busy},
               {"params", native_generation_settings(defaults, false, 0, n_ctx, s.model.info().id)},
               {"prompt", ""},
