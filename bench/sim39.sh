@@ -92,10 +92,11 @@ kill -9 "$(worker_pid 10)" "$(worker_pid 25)"
 wait "$stream_pid" || true
 sleep 1
 
-# The coordinator's log lines carry spdlog's local time with ms: turn the ones we need into epoch ms.
+# The coordinator's log lines start with their UTC time (2026-12-02T10:48:08.066+00:00, the
+# log format of every tool): turn the ones we need into epoch ms.
 line_ms() { # first line after the kill matching $1 -> epoch ms
   grep "$1" "$T/coordinator.err" | while read -r l; do
-    ts=$(echo "$l" | sed -n 's/^\[\([0-9-]* [0-9:.]*\)\].*/\1/p')
+    ts=$(echo "$l" | sed -n 's/^\([0-9-]*T[0-9:.]*[+-][0-9:]*\) .*/\1/p')
     [ -n "$ts" ] || continue
     ms=$(date -d "$ts" +%s%3N 2>/dev/null) || continue
     if [ "$ms" -ge "$((t_kill - 1000))" ]; then echo "$ms"; break; fi
