@@ -121,14 +121,10 @@ GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> p
     const int32_t pos = static_cast<int32_t>(history.size() - 1);
     verify.assign(1, step.token);
     if (spec.enabled()) {
-      size_t room = static_cast<size_t>(n_ctx - 1 - pos);
-      if (options.n_predict >= 0) room = std::min(room, static_cast<size_t>(options.n_predict - i - 2));
-      const size_t k = std::min(policy.limit(), room);
-      std::vector<int32_t> draft;
-      if (k > 0)
-        draft = spec.mode == SpecMode::kDraft ? options.draft_model->propose(seq_id, history, k) : ngram_draft(history, spec, k);
-      if (!draft.empty() && draft.size() >= static_cast<size_t>(spec.draft_min))
-        verify.insert(verify.end(), draft.begin(), draft.end());
+      const int64_t remaining = options.n_predict < 0 ? -1 : options.n_predict - (i + 1);
+      const size_t k = std::min(policy.limit(), draft_room(n_ctx, static_cast<size_t>(pos), remaining));
+      const auto draft = propose_draft(spec, options.draft_model, seq_id, history, k);
+      verify.insert(verify.end(), draft.begin(), draft.end());
     }
     row = 0, kept = 0;
     ++result.decode_passes;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/base/error.h"
+#include "engine/runtime/draft_model.h"
 
 namespace baton {
 
@@ -13,8 +14,20 @@ SpecMode parse_spec_mode(const std::string& name) {
   fail("unknown speculation mode '{}' (expected ngram, draft or off)", name);
 }
 
-const char* spec_mode_name(SpecMode mode) {
-  return mode == SpecMode::kNgram ? "ngram" : mode == SpecMode::kDraft ? "draft" : "off";
+
+size_t draft_room(int64_t n_ctx, size_t pos, int64_t remaining) {
+  size_t room = static_cast<size_t>(std::max<int64_t>(0, n_ctx - 1 - static_cast<int64_t>(pos)));
+  if (remaining >= 0) room = std::min(room, static_cast<size_t>(std::max<int64_t>(0, remaining - 1)));
+  return room;
+}
+
+std::vector<int32_t> propose_draft(const SpecParams& params, DraftModel* model, uint64_t seq_id,
+                                   std::span<const int32_t> history, size_t max_tokens) {
+  if (max_tokens == 0) return {};
+  auto draft = params.mode == SpecMode::kDraft && model ? model->propose(seq_id, history, max_tokens)
+                                                        : ngram_draft(history, params, max_tokens);
+  if (draft.size() < static_cast<size_t>(params.draft_min)) draft.clear();
+  return draft;
 }
 
 void SpecParams::validate() const {

@@ -23,9 +23,10 @@ namespace baton {
 
 enum class SpecMode { kOff, kNgram, kDraft };  // kDraft: a DraftModel (engine/runtime/draft_model.h)
 
+class DraftModel;  // engine/runtime/draft_model.h
+
 // Throws baton::Error for anything but "off" / "ngram" / "draft" (and "none", llama.cpp's word for off).
 SpecMode parse_spec_mode(const std::string& name);
-const char* spec_mode_name(SpecMode mode);
 
 struct SpecParams {
   SpecMode mode = SpecMode::kNgram;
@@ -44,6 +45,16 @@ struct SpecParams {
 // The continuation (at most max_tokens) that followed the latest earlier occurrence of the last
 // n tokens of `history`, for n from ngram_max down to ngram_min; empty when none occurs.
 std::vector<int32_t> ngram_draft(std::span<const int32_t> history, const SpecParams& params, size_t max_tokens);
+
+// The draft tokens a sequence may send after its unfed token at position `pos`: each needs a
+// position in the context, and a pass of k drafts may give k + 1 tokens, which must not pass the
+// `remaining` tokens it may still generate (< 0: no limit; otherwise >= 1).
+size_t draft_room(int64_t n_ctx, size_t pos, int64_t remaining);
+
+// A sequence's next draft after `history` (its last token is the unfed one): at most max_tokens,
+// from `model` under SpecMode::kDraft, else by n-gram lookup; empty when shorter than draft_min.
+std::vector<int32_t> propose_draft(const SpecParams& params, DraftModel* model, uint64_t seq_id,
+                                   std::span<const int32_t> history, size_t max_tokens);
 
 // How long a sequence's next draft should be, from what its trips through the layers cost and
 // how its drafts fared. A trip of 1 + k rows is measured to cost t1 + k * m (t1: a plain trip;
@@ -68,7 +79,6 @@ class DraftPolicy {
   void record(size_t rows, size_t kept, double seconds);
 
   double acceptance() const { return accept_; }
-  double plain_seconds() const { return t1_; }
   double row_seconds() const { return m_; }
 
  private:

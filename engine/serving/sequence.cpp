@@ -53,15 +53,9 @@ std::vector<int32_t> ActiveSequence::reusable_tokens(size_t n_batch) const {
 std::span<const int32_t> ActiveSequence::next_decode_tokens(size_t max_draft, size_t sharing) {
   verify_.assign(1, tokens_[n_fed_]);
   if (!spec_.enabled() || n_unfed() != 1) return verify_;
-  // Room: every draft row needs a position in the context, and a pass of k drafts may give
-  // k + 1 tokens, which must not pass max_tokens.
-  size_t room = static_cast<size_t>(n_ctx_) - 1 - n_fed_;
-  if (request_.max_tokens >= 0) room = std::min(room, static_cast<size_t>(request_.max_tokens) - n_generated_ - 1);
-  const size_t k = std::min({draft_policy_.limit(sharing), max_draft, room});
-  if (k == 0) return verify_;
-  auto draft = spec_.mode == SpecMode::kDraft && draft_model_ ? draft_model_->propose(id_, tokens_, k)
-                                                             : ngram_draft(tokens_, spec_, k);
-  if (draft.empty() || draft.size() < static_cast<size_t>(spec_.draft_min)) return verify_;
+  const int64_t remaining = request_.max_tokens < 0 ? -1 : request_.max_tokens - static_cast<int64_t>(n_generated_);
+  const size_t k = std::min({draft_policy_.limit(sharing), max_draft, draft_room(n_ctx_, n_fed_, remaining)});
+  const auto draft = propose_draft(spec_, draft_model_, id_, tokens_, k);
   verify_.insert(verify_.end(), draft.begin(), draft.end());
   return verify_;
 }
