@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/base/error.h"
+#include "engine/model/load_progress_listener.h"
 #include "kernels/type_ops.h"
 
 namespace baton {
@@ -78,6 +79,9 @@ void place_matrices(const gguf::GgufFile& file, std::vector<Matrix*> ms, WeightA
     for (int64_t r = 0; r < m.n_rows; r += kSliceRows, ++n_slices) work.push_back({i, r});
     items[i].slices_left.store(n_slices, std::memory_order_relaxed);
   }
+  size_t total_bytes = 0;
+  for (const Placement& p : items) total_bytes += matrix_bytes(*p.m);
+  WeightProgressReporter progress(total_bytes);
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t w = next.fetch_add(1); w < work.size(); w = next.fetch_add(1)) {
@@ -90,6 +94,7 @@ void place_matrices(const gguf::GgufFile& file, std::vector<Matrix*> ms, WeightA
       if (rep_end > r0) p.ops->repack(src + b0, p.dst + b0, rep_end - r0, m.k);
       std::memcpy(p.dst + b_rep, src + b_rep, m.row_bytes * static_cast<size_t>(r1 - rep_end));
       if (p.slices_left.fetch_sub(1) == 1) file.release(file.require_tensor(m.name));
+      progress.add(m.row_bytes * static_cast<size_t>(r1 - r0));
     }
   };
   const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
@@ -97,6 +102,7 @@ void place_matrices(const gguf::GgufFile& file, std::vector<Matrix*> ms, WeightA
   for (unsigned t = 1; t < n_threads; ++t) threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
+  progress.finish();
   for (Placement& p : items) {
     p.m->data = p.dst;
     p.m->repacked_rows = p.n_rep;

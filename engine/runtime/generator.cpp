@@ -44,7 +44,7 @@ void Generator::run_prompt(uint64_t seq_id, std::span<const int32_t> prompt, con
   PromptCut cut;
   cut.n_batch = static_cast<size_t>(options.n_batch);
   cut.prefill_chunk = options.prefill_chunk > 0 ? static_cast<size_t>(options.prefill_chunk) : 0;
-  run_prompt_pieces(head_, layers_, seq_id, prompt, 0, cut, out_rows_);
+  run_prompt_pieces(head_, layers_, seq_id, prompt, 0, cut, out_rows_, options.on_prompt_progress);
   logits_.resize(static_cast<size_t>(head_.n_vocab()));
   head_.logits(out_rows_.data(), 1, logits_.data());
 }

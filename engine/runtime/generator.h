@@ -28,6 +28,7 @@ struct GenerateOptions {
   // (auto_prompt_piece(): small pieces when the runner keeps several passes in flight).
   int32_t prefill_chunk = 0;
   std::function<bool(int32_t)> is_end_of_generation;  // may be empty
+  std::function<void(size_t done, size_t total)> on_prompt_progress;  // prompt tokens done; may be empty
   // Speculative decoding by n-gram lookup (engine/runtime/speculation.h): the same tokens and
   // log-probabilities, fewer passes when the text repeats. Off unless asked for.
   SpecParams speculation{.mode = SpecMode::kOff};

@@ -8,7 +8,8 @@
 namespace baton {
 
 void run_prompt_pieces(ModelHead& head, LayerRunner& layers, uint64_t seq_id, std::span<const int32_t> tokens,
-                       int32_t pos0, const PromptCut& cut, std::vector<float>& out_row) {
+                       int32_t pos0, const PromptCut& cut, std::vector<float>& out_row,
+                       const PromptProgress& progress) {
   if (tokens.empty()) fail("run_prompt_pieces: no tokens");
   if (cut.n_batch == 0) fail("n_batch must be positive");
   const size_t n_embd = static_cast<size_t>(head.config().n_embd);
@@ -19,7 +20,7 @@ void run_prompt_pieces(ModelHead& head, LayerRunner& layers, uint64_t seq_id, st
     std::vector<float> hidden;
   };
   std::deque<Piece> in_flight;  // alive until finished, whatever the runner does with them
-  size_t fed = 0;
+  size_t fed = 0, done = 0;
   while (fed < tokens.size() || !in_flight.empty()) {
     if (fed < tokens.size() && static_cast<int>(in_flight.size()) < layers.max_in_flight()) {
       const size_t n = next_prompt_piece(tokens.size(), fed, cut.n_batch, prefill_chunk);
@@ -34,7 +35,9 @@ void run_prompt_pieces(ModelHead& head, LayerRunner& layers, uint64_t seq_id, st
       continue;
     }
     layers.finish(out_row);
+    done += in_flight.front().batch.size();
     in_flight.pop_front();
+    if (progress) progress(done, tokens.size());
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -21,10 +22,14 @@ struct PromptCut {
   size_t prefill_chunk = 0;   // tokens per pass; 0: auto_prompt_piece()
 };
 
+// Told after each finished piece: tokens done (their pieces came back) of the prompt's total.
+using PromptProgress = std::function<void(size_t done, size_t total)>;
+
 // tokens[i] goes to position pos0 + i of sequence seq_id (chunks are cut from tokens[0]);
 // out_row receives the final hidden row of the last token ([n_embd]). Throws baton::Error
 // from the runner (every unfinished piece is then lost).
 void run_prompt_pieces(ModelHead& head, LayerRunner& layers, uint64_t seq_id, std::span<const int32_t> tokens,
-                       int32_t pos0, const PromptCut& cut, std::vector<float>& out_row);
+                       int32_t pos0, const PromptCut& cut, std::vector<float>& out_row,
+                       const PromptProgress& progress = {});
 
 }  // namespace baton

@@ -16,9 +16,11 @@
 #include "tools/common_cli.h"
 #include "tools/context_check.h"
 #include "tools/spec_options.h"
+#include "tools/terminal_progress.h"
 #include "tools/logging.h"
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
+#include "engine/model/load_progress_listener.h"
 #include "engine/pipeline/cluster.h"
 #include "engine/runtime/draft_model.h"
 #include "engine/runtime/generator.h"
@@ -74,6 +76,15 @@ int run(const Options& o) {
   std::unique_ptr<baton::LocalModel> local;
   std::unique_ptr<baton::pipeline::Cluster> cluster;
   std::string model_name = o.model;
+  // On a terminal: a bar for the weights being placed and for the prompt (tools/terminal_progress.h).
+  const bool bar = baton::tools::TerminalProgress::wanted();
+  baton::tools::TerminalProgress progress;
+  if (bar)
+    baton::set_weight_progress_listener([&progress](uint64_t done, uint64_t total) {
+      constexpr double kMiB = 1024.0 * 1024.0;
+      progress.show("loading weights", total ? double(done) / double(total) : 1.0,
+                    fmt::format("{:.0f}/{:.0f} MiB", done / kMiB, total / kMiB));
+    });
   if (!o.config.empty()) {
     auto cc = baton::parse_cluster_config_file(o.config);
     model_name = cc.model;
@@ -97,6 +108,8 @@ int run(const Options& o) {
     }
     local = std::make_unique<baton::LocalModel>(o.model, lo);
   }
+  progress.clear();
+  baton::set_weight_progress_listener({});
   const auto& tok = cluster ? cluster->tokenizer() : local->tokenizer();
   baton::ModelHead& head = cluster ? cluster->head() : local->head();
   baton::LayerRunner& layers = cluster ? static_cast<baton::LayerRunner&>(cluster->layers()) : local->layers();
@@ -140,11 +153,23 @@ int run(const Options& o) {
 
   baton::Generator generator(head, layers);
   baton::tokenizer::StreamDetokenizer stream(tok);
-  if (!o.json) {
+  // With a bar the prompt's text is printed once it has been processed, after the bar is erased.
+  bool prompt_printed = false;
+  auto print_prompt = [&] {
+    progress.clear();
+    if (o.json || prompt_printed) return;
     fmt::print("{}", prompt);
     std::fflush(stdout);
-  }
+    prompt_printed = true;
+  };
+  if (bar)
+    go.on_prompt_progress = [&progress](size_t done, size_t total) {
+      progress.show("prompt", total ? double(done) / double(total) : 1.0, fmt::format("{}/{} tokens", done, total));
+    };
+  else
+    print_prompt();
   auto result = generator.generate(1, prompt_tokens, go, [&](const baton::GeneratedStep& step) {
+    print_prompt();
     if (!o.json && !tok.is_eog(step.token)) {
       fmt::print("{}", stream.push(step.token));
       std::fflush(stdout);
@@ -152,6 +177,7 @@ int run(const Options& o) {
     return true;
   });
 
+  print_prompt();  // -n 0: no step printed it
   std::vector<int32_t> tokens;
   for (const auto& s : result.steps) tokens.push_back(s.token);
   const double pp = prompt_tokens.size() / std::max(result.prompt_seconds, 1e-9);
