@@ -33,10 +33,9 @@ using kq::Unpacked;
 // lanes; 6 and 8 tokens: lanes as fast or faster; docs/BENCHMARKS.md).
 constexpr int64_t kQ4kLanesMinTokens = 5;
 constexpr int kQ4kLaneTokens = 8;  // tokens per ymm
-// Weight rows x token groups per pass: each broadcast weight dword serves G token groups, each
-// activation load R rows; R * G = 8 independent vpdpbusd chains.
-constexpr int kQ4kLaneRows = 4;
-constexpr int kQ4kLaneGroups = 2;
+// Weight rows R x token groups G per pass: each broadcast weight dword serves G token groups, each
+// activation load R rows; R * G = 8 independent vpdpbusd chains hide its latency (4 x 1 ran at
+// ~1.1x the AVX2 tier, 4 x 2 at ~1.4x). One token group (5..8 tokens) takes 8 rows instead.
 
 // 8 tokens' activations of one super-block, transposed for vpdpbusd.
 struct alignas(64) Q4kLaneActs {
@@ -181,10 +180,10 @@ struct Q4kLanesPrepared {
   AlignedBuffer acts;
 };
 
-template <bool kGrouped>
+template <bool kGrouped, int R, int G>
 void q4k_lanes_gemm(int64_t k, const uint8_t* w8, size_t w_stride, int64_t n_rows, const uint8_t* a8, size_t a_stride,
                     int64_t n_tok, float* out, size_t out_stride) {
-  constexpr int R = kQ4kLaneRows, G = kQ4kLaneGroups, W = kQ4kLaneTokens;
+  constexpr int W = kQ4kLaneTokens;
   const int64_t nb = k / kQK_K;
   const int64_t n_groups = (n_tok + W - 1) / W;
   thread_local Q4kLanesPrepared prepared;
@@ -233,26 +232,28 @@ void q4k_lanes_gemm(int64_t k, const uint8_t* w8, size_t w_stride, int64_t n_row
   }
 }
 
+// 8 rows x 1 token group for 5..8 tokens, else 4 rows x 2 token groups.
+template <bool kGrouped>
+void q4k_lanes_run(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                   int64_t n_tok, float* out, size_t out_stride) {
+  const auto* w8 = static_cast<const uint8_t*>(w);
+  const auto* a8 = static_cast<const uint8_t*>(a);
+  if (n_tok <= kQ4kLaneTokens) q4k_lanes_gemm<kGrouped, 8, 1>(k, w8, w_stride, n_rows, a8, a_stride, n_tok, out, out_stride);
+  else q4k_lanes_gemm<kGrouped, 4, 2>(k, w8, w_stride, n_rows, a8, a_stride, n_tok, out, out_stride);
+}
+
 }  // namespace
 
 void gemm_q4_k_lanes(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                      int64_t n_tok, float* out, size_t out_stride) {
-  if (n_tok < kQ4kLanesMinTokens) {
-    gemm_q4_k(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
-    return;
-  }
-  q4k_lanes_gemm<false>(k, static_cast<const uint8_t*>(w), w_stride, n_rows, static_cast<const uint8_t*>(a), a_stride,
-                        n_tok, out, out_stride);
+  if (n_tok < kQ4kLanesMinTokens) gemm_q4_k(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+  else q4k_lanes_run<false>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
 void gemm_q4_k_grouped_lanes(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
                              size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
-  if (n_tok < kQ4kLanesMinTokens) {
-    gemm_q4_k_grouped(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
-    return;
-  }
-  q4k_lanes_gemm<true>(k, static_cast<const uint8_t*>(w), w_stride, n_rows, static_cast<const uint8_t*>(a), a_stride,
-                       n_tok, out, out_stride);
+  if (n_tok < kQ4kLanesMinTokens) gemm_q4_k_grouped(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+  else q4k_lanes_run<true>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
 }  // namespace baton::kernels::avxvnni
