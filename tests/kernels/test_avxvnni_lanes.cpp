@@ -12,7 +12,7 @@
 #include "test_kquant_util.h"
 
 using namespace baton::test::kq;
-namespace kernels = baton::kernels;
+using namespace baton;
 
 namespace {
 
