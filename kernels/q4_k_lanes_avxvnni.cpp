@@ -29,13 +29,15 @@ namespace {
 
 using kq::Unpacked;
 
-// Below this many tokens the row kernels win (rows-bench --hot, 4 tokens: ~1.3x slower in
-// lanes; 6 and 8 tokens: lanes as fast or faster; docs/BENCHMARKS.md).
-constexpr int64_t kQ4kLanesMinTokens = 5;
+// Token counts the lanes take; the rest go to the tier's row / 8-token kernels (kquant_avx2.cpp),
+// which win there (rows-bench, docs/BENCHMARKS.md): below 5 tokens (4: lanes ~1.3x slower), and
+// 8..15, where the 8-token kernel kquant_q4k_tok8.h runs whole groups (gate/up, 8 tokens: lanes
+// 0.87x in cache, 0.74x from DRAM). 5..7 tokens: lanes 1.0-1.5x; 16 and more: 1.2-1.5x.
+inline bool q4k_lanes_take(int64_t n_tok) { return (n_tok >= 5 && n_tok < 8) || n_tok >= 16; }
 constexpr int kQ4kLaneTokens = 8;  // tokens per ymm
 // Weight rows R x token groups G per pass: each broadcast weight dword serves G token groups, each
 // activation load R rows; R * G = 8 independent vpdpbusd chains hide its latency (4 x 1 ran at
-// ~1.1x the AVX2 tier, 4 x 2 at ~1.4x). One token group (5..8 tokens) takes 8 rows instead.
+// ~1.1x the AVX2 tier, 4 x 2 at ~1.4x). One token group (5..7 tokens) takes 8 rows instead.
 
 // 8 tokens' activations of one super-block, transposed for vpdpbusd.
 struct alignas(64) Q4kLaneActs {
@@ -232,7 +234,7 @@ void q4k_lanes_gemm(int64_t k, const uint8_t* w8, size_t w_stride, int64_t n_row
   }
 }
 
-// 8 rows x 1 token group for 5..8 tokens, else 4 rows x 2 token groups.
+// 8 rows x 1 token group for up to 8 tokens, else 4 rows x 2 token groups.
 template <bool kGrouped>
 void q4k_lanes_run(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                    int64_t n_tok, float* out, size_t out_stride) {
@@ -246,13 +248,13 @@ void q4k_lanes_run(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
 
 void gemm_q4_k_lanes(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                      int64_t n_tok, float* out, size_t out_stride) {
-  if (n_tok < kQ4kLanesMinTokens) gemm_q4_k(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+  if (!q4k_lanes_take(n_tok)) gemm_q4_k(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
   else q4k_lanes_run<false>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
 void gemm_q4_k_grouped_lanes(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
                              size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
-  if (n_tok < kQ4kLanesMinTokens) gemm_q4_k_grouped(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+  if (!q4k_lanes_take(n_tok)) gemm_q4_k_grouped(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
   else q4k_lanes_run<true>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 

@@ -1,6 +1,7 @@
 // Token-parallel K-quant gemms of the AVX-VNNI tier (256-bit vpdpbusd, no AVX-512), for prompt
-// batches. Signatures are GemmFn's (type_ops.h). Below kMinTokens they run the tier's row
-// kernels (avxvnni::gemm_q4_k / gemm_q4_k_grouped); every shape returns the scalar bits.
+// batches. Signatures are GemmFn's (type_ops.h). Other token counts run the tier's row
+// kernels (avxvnni::gemm_q4_k / gemm_q4_k_grouped) where those win (q4_k_lanes_avxvnni.cpp says
+// which token counts); every shape returns the scalar bits.
 #pragma once
 
 #include <cstddef>
