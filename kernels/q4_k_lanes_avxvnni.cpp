@@ -176,11 +176,16 @@ void q4k_lanes_group(int64_t nb, const Unpacked* const* u, const Q4kLaneActs* co
   for (int j = 0; j < N; ++j) res[j] = _mm256_sub_ps(acc[j], accm[j]);
 }
 
-// The transposed activations, kept across the row chunks of one matmul.
-struct Q4kLanesPrepared {
+// The transposed activations, kept across the row chunks of one matmul, and the unpacked rows: one
+// per thread and order (a matmul may hold prompt rows in the grouped order and the decode rows of
+// other sequences in the split one; one shared copy would be prepared afresh for each in turn).
+struct Q4kLanesScratch {
   detail::PreparedActivations key;
   AlignedBuffer acts;
+  AlignedBuffer unpacked;
 };
+template <bool kGrouped>
+thread_local Q4kLanesScratch t_q4k_lanes_scratch;
 
 template <bool kGrouped, int R, int G>
 void q4k_lanes_gemm(int64_t k, const uint8_t* w8, size_t w_stride, int64_t n_rows, const uint8_t* a8, size_t a_stride,
@@ -188,7 +193,7 @@ void q4k_lanes_gemm(int64_t k, const uint8_t* w8, size_t w_stride, int64_t n_row
   constexpr int W = kQ4kLaneTokens;
   const int64_t nb = k / kQK_K;
   const int64_t n_groups = (n_tok + W - 1) / W;
-  thread_local Q4kLanesPrepared prepared;
+  Q4kLanesScratch& prepared = t_q4k_lanes_scratch<kGrouped>;
   if (!prepared.key.same_as_last(a8, a_stride, n_tok, nb)) {
     prepared.acts.resize(static_cast<size_t>(n_groups * nb) * sizeof(Q4kLaneActs));
     for (int64_t g = 0; g < n_groups; ++g)
@@ -196,9 +201,8 @@ void q4k_lanes_gemm(int64_t k, const uint8_t* w8, size_t w_stride, int64_t n_row
                        prepared.acts.as<Q4kLaneActs>() + g * nb);
   }
   const Q4kLaneActs* act = prepared.acts.as<Q4kLaneActs>();
-  thread_local AlignedBuffer unpacked_buf;
-  unpacked_buf.resize(static_cast<size_t>(R * nb) * sizeof(Unpacked));
-  auto* unpacked = unpacked_buf.as<Unpacked>();
+  prepared.unpacked.resize(static_cast<size_t>(R * nb) * sizeof(Unpacked));
+  auto* unpacked = prepared.unpacked.as<Unpacked>();
 
   for (int64_t r0 = 0; r0 < n_rows; r0 += R) {
     const int64_t nr = std::min<int64_t>(R, n_rows - r0);
