@@ -4,6 +4,7 @@
 #include "kernels/kq_lanes_kernels.h"
 #include "kernels/kquant_kernels.h"
 #include "kernels/kquant_x16.h"
+#include "kernels/q4_k_lanes_avxvnni.h"
 #include "kernels/type_ops_registry.h"
 
 namespace baton::kernels::detail {
@@ -64,12 +65,13 @@ constexpr TypeOps kAvx2[] = {
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx2::quantize_q8_k, nullptr},
 };
 
-// The AVX-VNNI tier: the AVX2 gemms built with vpdpbusd / vpdpwssd (simd256_tier.h), same bits.
+// The AVX-VNNI tier: the AVX2 gemms built with vpdpbusd / vpdpwssd (simd256_tier.h), same bits;
+// Q4_K batches by the token-parallel kernels of q4_k_lanes_avxvnni.cpp.
 constexpr TypeOps kAvxVnni[] = {
     weight_ops(GgmlType::kQ2_K, avx2::dequantize_q2_k, scalar::quantize_q2_k_ref, avxvnni::gemm_q2_k_lanes),
     weight_ops(GgmlType::kQ3_K, avx2::dequantize_q3_k, scalar::quantize_q3_k_ref, avxvnni::gemm_q3_k_lanes),
-    with_grouped(weight_ops(GgmlType::kQ4_K, avx2::dequantize_q4_k, scalar::quantize_q4_k_ref, avxvnni::gemm_q4_k),
-                 avxvnni::gemm_q4_k_grouped),
+    with_grouped(weight_ops(GgmlType::kQ4_K, avx2::dequantize_q4_k, scalar::quantize_q4_k_ref, avxvnni::gemm_q4_k_lanes),
+                 avxvnni::gemm_q4_k_grouped_lanes),
     with_q5k_layout(weight_ops(GgmlType::kQ5_K, avx2::dequantize_q5_k, scalar::quantize_q5_k_ref, avxvnni::gemm_q5_k),
                     scalar::repack_q5_k_x16p, scalar::unrepack_q5_k_x16p, avxvnni::gemm_q5_k_x16p),
     weight_ops(GgmlType::kQ6_K, avx2::dequantize_q6_k, scalar::quantize_q6_k_ref, avxvnni::gemm_q6_k_lanes),

@@ -129,6 +129,7 @@ std::vector<GroupedVariant> grouped_variants() {
   std::vector<GroupedVariant> v{{"scalar", kernels::scalar::gemm_q4_k_grouped}};
   if (cpu_has(kernels::Isa::kAvx2)) v.push_back({"avx2", kernels::avx2::gemm_q4_k_grouped});
   if (cpu_has(kernels::Isa::kAvxVnni)) v.push_back({"avxvnni", kernels::avxvnni::gemm_q4_k_grouped});
+  if (cpu_has(kernels::Isa::kAvxVnni)) v.push_back({"avxvnni lanes", kernels::avxvnni::gemm_q4_k_grouped_lanes});
   if (cpu_has(kernels::Isa::kAvx512)) v.push_back({"avx512", kernels::avx512::gemm_q4_k_grouped});
   if (kernels::has_avx512_vnni()) v.push_back({"avx512vnni", kernels::avx512::gemm_q4_k_grouped_vnni});
   return v;

@@ -14,6 +14,7 @@
 #include "kernels/isa.h"
 #include "kernels/kq_lanes_kernels.h"
 #include "kernels/kquant_kernels.h"
+#include "kernels/q4_k_lanes_avxvnni.h"
 #include "kernels/type_ops.h"
 
 namespace baton::test::kq {
@@ -38,7 +39,8 @@ struct KType {
 
 inline bool cpu_has(k::Isa isa) { return k::isa_supported(isa); }
 
-// a2v_g: the AVX-VNNI tier's gemm (the AVX2 body built with AVX-VNNI; AVX2's to_float).
+// a2v_g: the AVX-VNNI tier's gemm (the AVX2 body built with AVX-VNNI, or for Q4_K the tier's
+// token-parallel kernel; AVX2's to_float).
 inline std::vector<Variant> variants_of(k::ToFloatFn s_tf, k::GemmFn s_g, k::ToFloatFn a2_tf, k::GemmFn a2_g,
                                         k::GemmFn a2v_g, k::ToFloatFn a5_tf, k::GemmFn a5_g, k::GemmFn vnni_g) {
   std::vector<Variant> v{{"scalar", s_tf, s_g, k::scalar::quantize_q8_k}};
@@ -60,7 +62,7 @@ inline std::vector<KType> all_ktypes() {
                    avxvnni::gemm_q3_k_lanes, avx512::dequantize_q3_k, avx512::gemm_q3_k_lanes, avx512::gemm_q3_k_lanes)},
       {GgmlType::kQ4_K, sizeof(BlockQ4K), scalar::quantize_q4_k_ref, {0, 2},
        variants_of(scalar::dequantize_q4_k, scalar::gemm_q4_k, avx2::dequantize_q4_k, avx2::gemm_q4_k,
-                   avxvnni::gemm_q4_k, avx512::dequantize_q4_k, avx512::gemm_q4_k, avx512::gemm_q4_k_vnni)},
+                   avxvnni::gemm_q4_k_lanes, avx512::dequantize_q4_k, avx512::gemm_q4_k, avx512::gemm_q4_k_vnni)},
       {GgmlType::kQ5_K, sizeof(BlockQ5K), scalar::quantize_q5_k_ref, {0, 2},
        variants_of(scalar::dequantize_q5_k, scalar::gemm_q5_k, avx2::dequantize_q5_k, avx2::gemm_q5_k,
                    avxvnni::gemm_q5_k, avx512::dequantize_q5_k, avx512::gemm_q5_k, avx512::gemm_q5_k_vnni)},
