@@ -94,7 +94,7 @@ void write_prompt_cache_bytes(MetricsWriter& w, const ServedModel& model, uint64
   const auto plan = model.plan();
   if (plan.empty()) w.sample("baton_prompt_cache_bytes", per_layer * static_cast<double>(model.info().n_layer), {{"node", "local"}});
   for (const auto& p : plan)
-    w.sample("baton_prompt_cache_bytes", per_layer * static_cast<double>(p.last - p.first), {{"node", p.id}});
+    w.sample("baton_prompt_cache_bytes", per_layer * static_cast<double>(p.layers.size()), {{"node", p.node_id}});
 }
 
 // The pipeline's families: the coordinator's own measurements (every duration is a difference

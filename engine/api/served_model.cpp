@@ -368,7 +368,7 @@ std::optional<pipeline::ClusterMetrics> ServedModel::cluster_metrics() const {
   return std::nullopt;
 }
 
-std::vector<NodePlan> ServedModel::plan() const {
+std::vector<StageAssignment> ServedModel::plan() const {
   if (parts_->cluster) return parts_->cluster->plan();
   if (parts_->dynamic) return parts_->dynamic->node_plan();
   return {};

@@ -76,7 +76,7 @@ class ServedModel {
   // bytes, network time); nullopt in local mode.
   std::optional<pipeline::ClusterMetrics> cluster_metrics() const;
   // The cluster's node plan (empty in local mode), for the start-up table.
-  std::vector<NodePlan> plan() const;
+  std::vector<StageAssignment> plan() const;
 
  private:
   ServedModel() = default;

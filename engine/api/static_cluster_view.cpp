@@ -55,13 +55,13 @@ ClusterViewSnapshot StaticClusterView::snapshot() const {
   for (size_t i = 0; i < plan.size(); ++i) {
     const auto& p = plan[i];
     NodeView n;
-    n.id = p.id;
+    n.id = p.node_id;
     n.address = fmt::format("{}:{}", p.host, p.port);
-    n.first_layer = p.first;
-    n.last_layer = p.last - 1;
+    n.first_layer = p.layers.begin;  // the view's inclusive range (JSON)
+    n.last_layer = p.layers.last();
     n.role = "worker";
     // The failure message names the node ("node node-02 (127.0.0.1:8011) ...").
-    bool failed = !failure_.empty() && failure_.find(p.id) != std::string::npos;
+    bool failed = !failure_.empty() && failure_.find(p.node_id) != std::string::npos;
     n.status = failed ? "offline" : "online";
     if (failed) n.reason = failure_;
     all_online = all_online && !failed;
@@ -70,7 +70,7 @@ ClusterViewSnapshot StaticClusterView::snapshot() const {
     n.last_heartbeat_seconds = -1;
     n.load = load_value_[i];
     for (const auto& s : stats_) {
-      if (s.node_id != p.id) continue;
+      if (s.node_id != p.node_id) continue;
       auto ms = s.values.find("compute_ms");
       auto tokens = s.values.find("tokens");
       if (ms != s.values.end() && tokens != s.values.end() && tokens->second > 0)

@@ -92,7 +92,7 @@ NodeConfig parse_node(const Reader& r, const YAML::Node& n, size_t index) {
   int64_t last = r.scalar<int64_t>(layers[1], where + ".layers[1]", "a layer index");
   if (first < 0 || last < first)
     r.fail_at(layers, fmt::format("{}.layers [{}, {}] must satisfy 0 <= first <= last", where, first, last));
-  node.layers = std::pair{first, last};
+  node.layers = LayerSpan::from_inclusive(first, last);
   return node;
 }
 
@@ -218,89 +218,6 @@ ClusterConfig parse_cluster_config_file(const std::string& path) {
   ClusterConfig c = parse_cluster_config(text.str(), path, fs::path(path).parent_path().string());
   if (c.nodes_auto && c.registry_file.empty()) c.registry_file = path + ".nodes.json";
   return c;
-}
-
-std::vector<NodePlan> plan_layers(const ClusterConfig& config, int64_t n_layer) {
-  const auto& nodes = config.nodes;
-  if (nodes.empty()) fail("{}: no nodes to place the model's {} layers on", config.source, n_layer);
-  size_t n_auto = static_cast<size_t>(std::count_if(nodes.begin(), nodes.end(), [](auto& n) { return !n.layers; }));
-  std::vector<NodePlan> plan;
-  for (const auto& n : nodes) plan.push_back({n.id, n.host, n.port, 0, 0});
-
-  if (n_auto == nodes.size()) {
-    if (static_cast<int64_t>(nodes.size()) > n_layer)
-      fail("{}: {} nodes but the model has only {} layers; every node needs at least one", config.source,
-           nodes.size(), n_layer);
-    double total = 0;
-    for (const auto& n : nodes) total += n.weight;
-    // Cumulative rounding keeps the split contiguous and exact; each node gets >= 1 layer.
-    double acc = 0;
-    int64_t begin = 0;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      acc += nodes[i].weight;
-      int64_t end = i + 1 == nodes.size() ? n_layer : static_cast<int64_t>(std::llround(acc / total * n_layer));
-      int64_t remaining_nodes = static_cast<int64_t>(nodes.size() - i - 1);
-      end = std::clamp(end, begin + 1, n_layer - remaining_nodes);
-      plan[i].first = begin;
-      plan[i].last = end;
-      begin = end;
-    }
-    return plan;
-  }
-  if (n_auto != 0)
-    fail("{}: some nodes have explicit layers and others `auto`; use one or the other for all nodes", config.source);
-
-  std::vector<std::vector<std::string>> owners(static_cast<size_t>(n_layer));
-  std::vector<std::string> beyond;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    auto [first, last] = *nodes[i].layers;
-    if (last >= n_layer)
-      beyond.push_back(fmt::format("{} (line {}) has layers [{}, {}] but the model has layers 0..{}", nodes[i].id,
-                                   nodes[i].line, first, last, n_layer - 1));
-    for (int64_t l = first; l <= std::min(last, n_layer - 1); ++l) owners[l].push_back(nodes[i].id);
-    plan[i].first = first;
-    plan[i].last = last + 1;
-  }
-  if (!beyond.empty()) fail("{}: {}", config.source, fmt::join(beyond, "; "));
-  std::vector<std::string> problems;
-  std::vector<int64_t> missing;
-  for (int64_t l = 0; l < n_layer; ++l) {
-    if (owners[l].empty()) missing.push_back(l);
-    if (owners[l].size() > 1)
-      problems.push_back(fmt::format("layer {} is assigned to {}", l, fmt::join(owners[l], " and ")));
-  }
-  // Each run of unassigned layers names the nodes around it (issue 29: "layers 2 are not
-  // assigned" left the operator of 39 nodes to find them).
-  auto range_of = [&](const std::string& id) {
-    for (const auto& p : plan)
-      if (p.id == id) return fmt::format("node {} (layers {}-{})", id, p.first, p.last - 1);
-    return "node " + id;
-  };
-  std::vector<std::string> gaps;
-  for (size_t k = 0; k < missing.size();) {
-    size_t e = k;
-    while (e + 1 < missing.size() && missing[e + 1] == missing[e] + 1) ++e;
-    const int64_t first = missing[k], last = missing[e];
-    std::vector<std::string> around;
-    if (first > 0 && !owners[static_cast<size_t>(first - 1)].empty())
-      around.push_back("after " + range_of(owners[static_cast<size_t>(first - 1)].front()));
-    if (last + 1 < n_layer && !owners[static_cast<size_t>(last + 1)].empty())
-      around.push_back("before " + range_of(owners[static_cast<size_t>(last + 1)].front()));
-    gaps.push_back(fmt::format("{} {}{}", first == last ? "layer" : "layers",
-                               first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last),
-                               around.empty() ? "" : fmt::format(" ({})", fmt::join(around, ", "))));
-    k = e + 1;
-  }
-  if (!missing.empty())
-    problems.insert(problems.begin(), fmt::format("{} {} not assigned to any node", fmt::join(gaps, "; "),
-                                                  missing.size() == 1 ? "is" : "are"));
-  if (!problems.empty()) fail("{}: {}", config.source, fmt::join(problems, "; "));
-  // The chain visits nodes in listed order: each range must start where the previous ended.
-  for (size_t i = 1; i < plan.size(); ++i)
-    if (plan[i].first != plan[i - 1].last)
-      fail("{}: node {} starts at layer {} but the previous node {} ends at layer {}: list nodes in layer order",
-           config.source, plan[i].id, plan[i].first, plan[i - 1].id, plan[i - 1].last - 1);
-  return plan;
 }
 
 }  // namespace baton

@@ -25,7 +25,7 @@
 //       - auto
 //
 // Parsing checks types and required fields; every error names the file, the line and the field.
-// plan_layers() checks the layer assignment against the model's n_layer.
+// plan_layers() (engine/cluster/planner.h) checks the layer assignment against the model's n_layer.
 #pragma once
 
 #include <cstdint>
@@ -33,13 +33,15 @@
 #include <string>
 #include <vector>
 
+#include "engine/cluster/stage_assignment.h"
+
 namespace baton {
 
 struct NodeConfig {
   std::string id;
   std::string host;
   uint16_t port = 0;
-  std::optional<std::pair<int64_t, int64_t>> layers;  // [first, last] inclusive; nullopt = auto
+  std::optional<LayerSpan> layers;  // YAML's inclusive [first, last] as a span; nullopt = auto
   double weight = 1.0;                                // relative capacity (memory in GB) for auto
   int line = 0;                                       // where it is defined, for messages
 };
@@ -68,17 +70,5 @@ struct ClusterConfig {
 ClusterConfig parse_cluster_config_file(const std::string& path);
 ClusterConfig parse_cluster_config(const std::string& yaml_text, const std::string& source,
                                    const std::string& base_dir = ".");
-
-struct NodePlan {
-  std::string id, host;
-  uint16_t port = 0;
-  int64_t first = 0, last = 0;  // [first, last) — exclusive end in code
-};
-
-// Layer ranges for every node in listed order. Explicit ranges must cover 0..n_layer-1 exactly
-// once (the error names the missing or doubly assigned layers and the nodes involved); `auto`
-// on every node splits the layers contiguously in proportion to weight (each node >= 1 layer).
-// Mixing explicit and auto ranges is refused. Duplicate ids or addresses are refused.
-std::vector<NodePlan> plan_layers(const ClusterConfig& config, int64_t n_layer);
 
 }  // namespace baton

@@ -1,6 +1,7 @@
 #include "engine/pipeline/cluster.h"
 #include "engine/pipeline/connect_failure.h"
 #include "engine/pipeline/load_progress.h"
+#include "engine/cluster/planner.h"
 
 #include <spdlog/spdlog.h>
 
@@ -104,11 +105,11 @@ Cluster::Cluster(const ClusterConfig& config, const ClusterOptions& options) : o
   // from a coordinator that took it over (two such coordinators would take turns forever).
   options_.take_over = false;
   metrics_.max_in_flight = layers_.max_in_flight();
-  for (const auto& p : plan_) metrics_.stages.push_back({p.id, 0, 0, 0});
+  for (const auto& p : plan_) metrics_.stages.push_back({p.node_id, 0, 0, 0});
   for (size_t h = 0; h <= plan_.size(); ++h) {
     HopMetrics hop;
-    hop.from = h == 0 ? "coordinator" : plan_[h - 1].id;
-    hop.to = h == plan_.size() ? "coordinator" : plan_[h].id;
+    hop.from = h == 0 ? "coordinator" : plan_[h - 1].node_id;
+    hop.to = h == plan_.size() ? "coordinator" : plan_[h].node_id;
     metrics_.hops.push_back(std::move(hop));
   }
 }
@@ -142,7 +143,7 @@ std::string describe_connect_failure(const std::string& who, const std::string& 
 }
 
 std::string Cluster::name(size_t i) const {
-  return fmt::format("node {} ({}:{})", plan_[i].id, plan_[i].host, plan_[i].port);
+  return fmt::format("node {} ({}:{})", plan_[i].node_id, plan_[i].host, plan_[i].port);
 }
 
 void Cluster::connect_all(const ClusterConfig& config) {
@@ -150,7 +151,7 @@ void Cluster::connect_all(const ClusterConfig& config) {
   const auto progress = LoadProgress::current();
   if (progress) progress->begin("connecting", plan_.size(), seconds_ms(config.connect_timeout_s));
   for (size_t i = 0; i < plan_.size(); ++i) {
-    if (progress) progress->waiting_for(plan_[i].id);
+    if (progress) progress->waiting_for(plan_[i].node_id);
     links_.push_back(std::make_shared<Link>());
     connect_link(i, deadline, config.connect_timeout_s);
     if (progress) progress->connected(links_.size());
@@ -168,9 +169,9 @@ void Cluster::connect_link(size_t i, Clock::time_point deadline, double timeout_
     fail("{}", describe_connect_failure(name(i), plan_[i].host, plan_[i].port, timeout_s, e.what()));
   }
   const auto& peer = connection->peer().hello;
-  if (peer.node_id != plan_[i].id) {
+  if (peer.node_id != plan_[i].node_id) {
     connection->close("unexpected node id");
-    fail("{} answered as node '{}', expected '{}'", name(i), peer.node_id, plan_[i].id);
+    fail("{} answered as node '{}', expected '{}'", name(i), peer.node_id, plan_[i].node_id);
   }
   {
     std::lock_guard lock(link->mutex);
@@ -224,7 +225,7 @@ bool Cluster::repair() {
       closed = links_[i]->closed.has_value();
     }
     if (!closed) continue;
-    lost.push_back(plan_[i].id);
+    lost.push_back(plan_[i].node_id);
     if (links_[i]->connection) links_[i]->connection->close("reconnecting");
     connect_link(i, deadline, timeout_s);
   }
@@ -249,7 +250,7 @@ bool Cluster::repair() {
 
 void Cluster::abandon_node(const std::string& node_id, const std::string& reason) {
   for (size_t i = 0; i < plan_.size() && i < links_.size(); ++i) {
-    if (plan_[i].id != node_id) continue;
+    if (plan_[i].node_id != node_id) continue;
     {
       std::lock_guard lock(links_[i]->mutex);
       if (!links_[i]->closed) links_[i]->closed = fmt::format("abandoned by the coordinator: {}", reason);
@@ -291,10 +292,10 @@ void Cluster::load_all(const ClusterConfig& config, bool initial) {
     p.load_id = load_id;
     p.model_identity = identity_;
     p.model_path_hint = config.model;
-    p.layer_first = static_cast<uint32_t>(plan_[i].first);
-    p.layer_last = static_cast<uint32_t>(plan_[i].last - 1);
+    p.layer_first = static_cast<uint32_t>(plan_[i].layers.begin);  // the wire's inclusive range
+    p.layer_last = static_cast<uint32_t>(plan_[i].layers.last());
     p.activation_dtype = activations_;
-    if (i + 1 < plan_.size()) p.next_hop = net::NextHop{plan_[i + 1].host, plan_[i + 1].port, plan_[i + 1].id};
+    if (i + 1 < plan_.size()) p.next_hop = net::NextHop{plan_[i + 1].host, plan_[i + 1].port, plan_[i + 1].node_id};
     p.options = {{kOptionNCtx, std::to_string(n_ctx_)},
                  {kOptionMaxSequences, std::to_string(options_.max_sequences)},
                  {kOptionCoordinator, options_.coordinator_id}};
@@ -311,7 +312,7 @@ void Cluster::load_all(const ClusterConfig& config, bool initial) {
     if (!progress) return;
     std::vector<std::string> pending;
     for (size_t i = 0; i < plan_.size(); ++i)
-      if (!ready[i]) pending.push_back(plan_[i].id);
+      if (!ready[i]) pending.push_back(plan_[i].node_id);
     progress->ready(n_ready, bytes_ready);
     progress->pending(std::move(pending));
   };
@@ -371,7 +372,7 @@ std::vector<StageStats> Cluster::round_trip_stats(const char* what) {
     if (const auto* s = as<net::Stats>(*in); s && !got[i]) {
       got[i] = true;
       ++n;
-      out[i].node_id = plan_[i].id;
+      out[i].node_id = plan_[i].node_id;
       for (const auto& e : s->entries) out[i].values[e.name] = e.value;
     } else if (const auto* e = as<net::ErrorReport>(*in)) {
       fail("{}: {} reported: {}", what, name(i), e->message);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/cluster/cluster_config.h"
+#include "engine/cluster/stage_assignment.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_head.h"
 #include "engine/runtime/layer_runner.h"
@@ -150,7 +151,7 @@ class Cluster {
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
 
-  const std::vector<NodePlan>& plan() const { return plan_; }
+  const std::vector<StageAssignment>& plan() const { return plan_; }
   const ModelConfig& config() const { return config_; }
   const std::shared_ptr<const gguf::GgufFile>& file() const { return file_; }
   const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -207,7 +208,7 @@ class Cluster {
   net::DType activations_ = net::DType::kF32;
   mutable std::mutex metrics_mutex_;
   ClusterMetrics metrics_;
-  std::vector<NodePlan> plan_;
+  std::vector<StageAssignment> plan_;
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig config_;
   std::string identity_;

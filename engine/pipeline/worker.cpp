@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "engine/base/error.h"
+#include "engine/cluster/stage_assignment.h"
 #include "engine/model/model_config.h"
 #include "engine/pipeline/wire.h"
 #include "engine/registry/node_readings.h"
@@ -24,6 +25,7 @@ struct Worker::Load {
   uint64_t load_id = 0;
   bool committed = false;
   ModelConfig config;
+  LayerSpan layers;  // what the Prepare asked for (the wire's inclusive range, converted once)
   std::unique_ptr<Stage> stage;
   net::ConnectionPtr coordinator;
   std::string holder;  // the coordinator instance that made it (Prepare option `coordinator`)
@@ -145,7 +147,7 @@ void Worker::handle(net::Incoming& in) {
             load_->committed = true;
             load_->reusable = true;
             spdlog::info("{}: load {} committed, serving layers {}..{}", options_.node_id, m.load_id,
-                         load_->stage->first_layer(), load_->stage->last_layer() - 1);
+                         load_->layers.begin, load_->layers.last());
             auto held = std::move(load_->held);
             if (!held.empty())
               spdlog::info("{}: running {} messages that arrived before the Commit", options_.node_id, held.size());
@@ -223,8 +225,7 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
                              load_->coordinator->id() != from->id() && load_->holder != holder;
   if (held_by_other) {
     const std::string current = describe_holder(load_->holder, load_->coordinator);
-    const std::string layers = load_->stage ? fmt::format("layers {}..{}", load_->stage->first_layer(),
-                                                          load_->stage->last_layer() - 1)
+    const std::string layers = load_->stage ? fmt::format("layers {}..{}", load_->layers.begin, load_->layers.last())
                                             : std::string("a load");
     if (prepare_option(p, kOptionTakeOver) != "1") {
       const std::string reason = fmt::format(
@@ -278,7 +279,8 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
     auto load = std::make_unique<Load>();
     load->load_id = p.load_id;
     load->config = ModelConfig::from_metadata(file_->metadata());
-    load->stage = std::make_unique<Stage>(file_, load->config, p.layer_first, int64_t{p.layer_last} + 1, so, *pool_);
+    load->layers = LayerSpan::from_inclusive(p.layer_first, p.layer_last);
+    load->stage = std::make_unique<Stage>(file_, load->config, load->layers.begin, load->layers.end, so, *pool_);
     load->coordinator = from;
     load->holder = holder;
     load->activations = p.activation_dtype;
@@ -296,8 +298,8 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
     }
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
     net::Ready ready{p.load_id, load->stage->weight_bytes() + load->stage->kv_cache_bytes(), static_cast<uint64_t>(ms)};
-    spdlog::info("{}: prepared load {}: layers {}..{}, {} bytes, {} ms", options_.node_id, p.load_id, p.layer_first,
-                 p.layer_last, ready.memory_bytes, ms);
+    spdlog::info("{}: prepared load {}: layers {}..{}, {} bytes, {} ms", options_.node_id, p.load_id,
+                 load->layers.begin, load->layers.last(), ready.memory_bytes, ms);
     load_ = std::move(load);
     from->send(ready);
   } catch (const std::exception& e) {
@@ -307,7 +309,7 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
 
 bool Worker::try_readopt(const net::Prepare& p, const net::ConnectionPtr& from, const std::string& holder) {
   if (!load_ || !load_->reusable || identity_ != p.model_identity || load_->activations != p.activation_dtype ||
-      load_->stage->first_layer() != int64_t{p.layer_first} || load_->stage->last_layer() != int64_t{p.layer_last} + 1)
+      load_->layers != LayerSpan::from_inclusive(p.layer_first, p.layer_last))
     return false;
   int64_t n_ctx = 0;
   int max_sequences = 1;
@@ -339,7 +341,7 @@ bool Worker::try_readopt(const net::Prepare& p, const net::ConnectionPtr& from, 
   load_->coordinator = from;
   load_->holder = holder;
   spdlog::info("{}: re-adopted load {}: layers {}..{} already loaded, no reload", options_.node_id, p.load_id,
-               p.layer_first, p.layer_last);
+               load_->layers.begin, load_->layers.last());
   from->send(net::Ready{p.load_id, load_->stage->weight_bytes() + load_->stage->kv_cache_bytes(), 0});
   return true;
 }

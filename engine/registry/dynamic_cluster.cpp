@@ -10,7 +10,6 @@
 #include "engine/model/stage.h"
 #include "engine/pipeline/load_progress.h"
 #include "engine/registry/etcd_registry.h"
-#include "engine/registry/minimal_replan.h"
 #include "engine/runtime/local_model.h"
 #include "gguf/gguf_file.h"
 #include "net/auth.h"
@@ -37,7 +36,7 @@ bool usable(const NodeEntry& e, const std::string& identity) {
 // A planned node that registered again at another address (a worker restarted on a new port):
 // the loaded pipeline's link is to the old process, so the node counts as lost until a re-plan
 // loads it at the new address. "" when the addresses agree.
-std::string moved_since_planned(const PlannedNode& p, const NodeEntry& e) {
+std::string moved_since_planned(const PlannedStage& p, const NodeEntry& e) {
   if (e.record.host == p.record.host && e.record.port == p.record.port) return {};
   return fmt::format("re-registered at {}:{}, the loaded pipeline uses {}:{}", e.record.host, e.record.port,
                      p.record.host, p.record.port);
@@ -61,15 +60,13 @@ DynamicCluster::DynamicCluster(const ClusterConfig& config, DynamicClusterOption
       required_.push_back(n.id);
       continue;
     }
-    PinnedRange p;
-    p.record.node_id = n.id;
-    p.record.host = n.host;
-    p.record.port = n.port;
-    p.record.model_identity = footprint_.model_identity;
-    p.record.layers = {{static_cast<uint32_t>(n.layers->first), static_cast<uint32_t>(n.layers->second)}};
-    p.first = n.layers->first;
-    p.last = n.layers->second + 1;
-    pinned_.push_back(p);
+    NodeRecord record;
+    record.node_id = n.id;
+    record.host = n.host;
+    record.port = n.port;
+    record.model_identity = footprint_.model_identity;
+    set_served_layers(record, *n.layers);
+    pinned_.push_back(planned_stage(record, *n.layers));
   }
   options_.cluster.threads = 1;  // each pipeline's own head is not what serves: head() is
   // Every pipeline of this coordinator is one holder to the workers (a re-plan is no take-over).
@@ -129,9 +126,9 @@ void DynamicCluster::monitor() {
         {
           std::lock_guard lock(plan_mutex_);
           if (broken_.empty())
-            broken_ = fmt::format("node {} (layers {}-{}) went offline ({}); the loaded pipeline is broken until "
+            broken_ = fmt::format("node {} (layers {}) went offline ({}); the loaded pipeline is broken until "
                                   "the coordinator re-plans",
-                                  p.record.node_id, p.first, p.last - 1, why);
+                                  p.record.node_id, to_string(p.stage.layers), why);
         }
         // A silent node (frozen, or cut off without a FIN) keeps its connection open: fail the
         // passes waiting on it now, so the scheduler's repair re-plans instead of waiting out
@@ -141,9 +138,9 @@ void DynamicCluster::monitor() {
                                                                            why));
       }
       if (now == NodeState::kOffline && it->second != NodeState::kOffline)
-        spdlog::warn("registry event=re-plan node={} reason=\"planned node (layers {}-{}) offline: {}; cluster not "
+        spdlog::warn("registry event=re-plan node={} reason=\"planned node (layers {}) offline: {}; cluster not "
                      "ready until a re-plan over the nodes that remain\"",
-                     p.record.node_id, p.first, p.last - 1, why);
+                     p.record.node_id, to_string(p.stage.layers), why);
       else if (now != NodeState::kOffline && it->second == NodeState::kOffline)
         spdlog::info("registry event=node-back node={} reason=\"planned node online again\"", p.record.node_id);
       it->second = now;
@@ -151,7 +148,7 @@ void DynamicCluster::monitor() {
   }
 }
 
-std::vector<PlannedNode> DynamicCluster::saved_plan_if_complete(const std::vector<NodeEntry>& online) const {
+std::vector<PlannedStage> DynamicCluster::saved_plan_if_complete(const std::vector<NodeEntry>& online) const {
   auto saved = registry_->plan();
   if (!saved || saved->model_identity != footprint_.model_identity || saved->n_ctx != footprint_.n_ctx ||
       saved->max_sequences != footprint_.max_sequences || saved->ranges.empty())
@@ -161,15 +158,13 @@ std::vector<PlannedNode> DynamicCluster::saved_plan_if_complete(const std::vecto
   for (const auto& p : pinned_)
     if (std::none_of(present.begin(), present.end(), [&](const NodeRecord& r) { return r.node_id == p.record.node_id; }))
       present.push_back(p.record);
-  std::vector<PlannedNode> plan;
+  std::vector<PlannedStage> plan;
   int64_t next = 0;
   for (const auto& r : saved->ranges) {
     auto it = std::find_if(present.begin(), present.end(), [&](const NodeRecord& n) { return n.node_id == r.node_id; });
-    if (it == present.end() || r.first != next || it->layers.empty() || it->layers[0].first > r.first ||
-        it->layers[0].last + 1 < r.last)
-      return {};
-    plan.push_back({*it, r.first, r.last, range_bytes(footprint_, options_.planner, r.first, r.last)});
-    next = r.last;
+    if (it == present.end() || r.layers.begin != next || !serves(*it, r.layers)) return {};
+    plan.push_back(planned_stage(*it, r.layers, range_bytes(footprint_, options_.planner, r.layers)));
+    next = r.layers.end;
   }
   if (next != footprint_.n_layer) return {};
   return plan;
@@ -243,7 +238,7 @@ void DynamicCluster::start() {
                readopted_ ? "re-adopted the saved plan" : "new plan loaded");
 }
 
-void DynamicCluster::load(const std::vector<PlannedNode>& plan) {
+void DynamicCluster::load(const std::vector<PlannedStage>& plan) {
   ClusterConfig c = config_;
   c.nodes_auto = false;
   c.nodes.clear();
@@ -252,9 +247,9 @@ void DynamicCluster::load(const std::vector<PlannedNode>& plan) {
     n.id = p.record.node_id;
     n.host = p.record.host;
     n.port = p.record.port;
-    n.layers = std::pair{p.first, p.last - 1};
+    n.layers = p.stage.layers;
     c.nodes.push_back(n);
-    registry_->set_state(n.id, NodeState::kLoading, fmt::format("loading layers {}-{}", p.first, p.last - 1));
+    registry_->set_state(n.id, NodeState::kLoading, fmt::format("loading layers {}", to_string(p.stage.layers)));
   }
   spdlog::info("registry event=load-prepare nodes={}", plan.size());
   std::unique_ptr<pipeline::Cluster> fresh;
@@ -275,7 +270,7 @@ void DynamicCluster::load(const std::vector<PlannedNode>& plan) {
   for (const auto& p : plan) registry_->set_state(p.record.node_id, NodeState::kOnline, "load committed");
   spdlog::info("registry event=load-committed nodes={}", plan.size());
   SavedPlan saved{footprint_.model_identity, footprint_.n_ctx, footprint_.max_sequences, {}};
-  for (const auto& p : plan) saved.ranges.push_back({p.record.node_id, p.first, p.last});
+  for (const auto& p : plan) saved.ranges.push_back({p.record.node_id, p.stage.layers});
   registry_->set_plan(saved);
   tell_servable("");  // before snapshot() can say ready
   loaded_ = true;
@@ -286,19 +281,19 @@ void DynamicCluster::tell_servable(const std::string& refusal) const {
 }
 
 bool DynamicCluster::untracked(const std::string& node_id) const {
-  return std::any_of(pinned_.begin(), pinned_.end(), [&](const PinnedRange& p) { return p.record.node_id == node_id; }) &&
+  return std::any_of(pinned_.begin(), pinned_.end(), [&](const PlannedStage& p) { return p.record.node_id == node_id; }) &&
          !registry_->find(node_id);
 }
 
-std::vector<PinnedRange> DynamicCluster::pinned_with(const std::vector<NodeRecord>& records) const {
-  std::vector<PinnedRange> pins = pinned_;
+std::vector<PlannedStage> DynamicCluster::pinned_with(const std::vector<NodeRecord>& records) const {
+  std::vector<PlannedStage> pins = pinned_;
   for (auto& p : pins)
     for (const auto& r : records)
-      if (r.node_id == p.record.node_id) p.record = r;
+      if (r.node_id == p.record.node_id) p = planned_stage(r, p.stage.layers, p.bytes_needed);
   return pins;
 }
 
-std::vector<PlannedNode> DynamicCluster::plan_over(const std::vector<NodeRecord>& records) const {
+std::vector<PlannedStage> DynamicCluster::plan_over(const std::vector<NodeRecord>& records) const {
   return plan_around(pinned_with(records), records, footprint_, options_.planner);
 }
 
@@ -338,7 +333,7 @@ std::vector<std::string> DynamicCluster::newcomers(const std::vector<NodeRecord>
   std::vector<std::string> out;
   for (const auto& r : records)
     if (!considered_.count(r.node_id) &&
-        std::none_of(plan_.begin(), plan_.end(), [&](const PlannedNode& p) { return p.record.node_id == r.node_id; }))
+        std::none_of(plan_.begin(), plan_.end(), [&](const PlannedStage& p) { return p.record.node_id == r.node_id; }))
       out.push_back(r.node_id);
   return out;
 }
@@ -352,10 +347,10 @@ bool DynamicCluster::replan() {
     auto e = registry_->find(p.record.node_id);
     if (!e && untracked(p.record.node_id)) continue;
     if (!e || e->state == NodeState::kOffline)
-      gone.push_back(fmt::format("node {} (layers {}-{}) is offline{}", p.record.node_id, p.first, p.last - 1,
+      gone.push_back(fmt::format("node {} (layers {}) is offline{}", p.record.node_id, to_string(p.stage.layers),
                                  e && !e->reason.empty() ? " (" + e->reason + ")" : ""));
     else if (const std::string moved = moved_since_planned(p, *e); !moved.empty())
-      gone.push_back(fmt::format("node {} (layers {}-{}) {}", p.record.node_id, p.first, p.last - 1, moved));
+      gone.push_back(fmt::format("node {} (layers {}) {}", p.record.node_id, to_string(p.stage.layers), moved));
   }
   const auto records = usable_records();
   const auto joined = newcomers(records);
@@ -364,7 +359,7 @@ bool DynamicCluster::replan() {
     set_replan_error("");
     return false;
   }
-  std::vector<PlannedNode> next;
+  std::vector<PlannedStage> next;
   try {
     // A loss moves as few layers as possible; a join (with nothing lost) re-balances.
     next = lost && !current.empty() ? plan_keeping(current, pinned_with(records), records, footprint_, options_.planner)
@@ -387,8 +382,7 @@ bool DynamicCluster::replan() {
   auto same = [&] {
     if (next.size() != current.size()) return false;
     for (size_t i = 0; i < next.size(); ++i)
-      if (next[i].record.node_id != current[i].record.node_id || next[i].first != current[i].first ||
-          next[i].last != current[i].last)
+      if (next[i].record.node_id != current[i].record.node_id || next[i].stage.layers != current[i].stage.layers)
         return false;
     return true;
   };
@@ -400,7 +394,7 @@ bool DynamicCluster::replan() {
   std::vector<std::string> kept;
   for (const auto& n : next)
     for (const auto& c : current)
-      if (n.record.node_id == c.record.node_id && n.first == c.first && n.last == c.last) kept.push_back(n.record.node_id);
+      if (n.record.node_id == c.record.node_id && n.stage.layers == c.stage.layers) kept.push_back(n.record.node_id);
   spdlog::info("registry event=re-plan nodes={} kept={} reloaded={} reason=\"{}{} -> {} node(s){}; unchanged ranges "
                "(re-adopted, no reload): {}\"",
                next.size(), kept.size(), count_reloaded(current, next),
@@ -467,9 +461,9 @@ LayerRunner& DynamicCluster::Runner::current() const {
   return owner_.cluster_->layers();
 }
 
-std::vector<NodePlan> DynamicCluster::node_plan() const {
+std::vector<StageAssignment> DynamicCluster::node_plan() const {
   std::lock_guard lock(cluster_mutex_);
-  return cluster_ ? cluster_->plan() : std::vector<NodePlan>{};
+  return cluster_ ? cluster_->plan() : std::vector<StageAssignment>{};
 }
 
 std::optional<pipeline::ClusterMetrics> DynamicCluster::metrics() const {
@@ -485,7 +479,7 @@ pipeline::Cluster& DynamicCluster::cluster() {
 
 uint16_t DynamicCluster::control_port() const { return control_ ? control_->port() : 0; }
 
-std::vector<PlannedNode> DynamicCluster::plan() const {
+std::vector<PlannedStage> DynamicCluster::plan() const {
   std::lock_guard lock(plan_mutex_);
   return plan_;
 }
@@ -529,18 +523,18 @@ api::ClusterViewSnapshot DynamicCluster::snapshot() const {
       missing.reason = "listed with fixed layers (not registered)";
     }
     api::NodeView v = view_of(it != entries.end() ? *it : missing);
-    v.first_layer = p.first;
-    v.last_layer = p.last - 1;
+    v.first_layer = p.stage.layers.begin;
+    v.last_layer = p.stage.layers.last();
     v.memory_used_bytes = p.bytes_needed;
     if (const std::string moved = it != entries.end() ? moved_since_planned(p, *it) : std::string(); !moved.empty())
-      problems.push_back(fmt::format("node {} (layers {}-{}) {}", v.id, p.first, p.last - 1, moved));
+      problems.push_back(fmt::format("node {} (layers {}) {}", v.id, to_string(p.stage.layers), moved));
     else if (v.status != "online")
-      problems.push_back(fmt::format("node {} (layers {}-{}) is {}{}", v.id, p.first, p.last - 1, v.status,
+      problems.push_back(fmt::format("node {} (layers {}) is {}{}", v.id, to_string(p.stage.layers), v.status,
                                      it != entries.end() && !it->reason.empty() ? ": " + it->reason : ""));
     s.nodes.push_back(v);
   }
   for (const auto& e : entries)
-    if (std::none_of(plan.begin(), plan.end(), [&](const PlannedNode& p) { return p.record.node_id == e.record.node_id; }))
+    if (std::none_of(plan.begin(), plan.end(), [&](const PlannedStage& p) { return p.record.node_id == e.record.node_id; }))
       s.nodes.push_back(view_of(e));
   s.layers_covered = !plan.empty() && problems.empty();
   std::string broken, replan_error;

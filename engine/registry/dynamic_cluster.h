@@ -37,11 +37,11 @@
 
 #include "engine/api/cluster_view.h"
 #include "engine/cluster/cluster_config.h"
+#include "engine/cluster/planner.h"
 #include "engine/model/model_head.h"
 #include "engine/pipeline/cluster.h"
 #include "engine/registry/control_listener.h"
 #include "engine/registry/node_registry.h"
-#include "engine/registry/planner.h"
 #include "engine/runtime/layer_runner.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/thread_pool.h"
@@ -85,7 +85,7 @@ class DynamicCluster : public api::ClusterView {
   // True when a planned node is offline (or no pipeline is loaded): the pipeline cannot serve.
   bool lost_planned_node() const;
   // No forward pass in flight. After a loss, keeps every range whose node remains and places only
-  // the lost layers (minimal_replan.h: spares first, else a neighbour grows); after a join, plans
+  // the lost layers (planner.h plan_keeping: spares first, else a neighbour grows); after a join, plans
   // afresh over the usable online nodes. When that differs from the current plan (or the pipeline
   // is broken), drops the current pipeline and loads the new plan
   // (unchanged ranges are re-adopted by their workers: their KV caches are cleared). Returns
@@ -101,10 +101,10 @@ class DynamicCluster : public api::ClusterView {
 
   NodeRegistry& registry() { return *registry_; }
   uint16_t control_port() const;  // 0 with an etcd registry
-  std::vector<PlannedNode> plan() const;
+  std::vector<PlannedStage> plan() const;
   std::string plan_table() const;
   // The loaded pipeline's plan and measurements (empty / nullopt when none is loaded).
-  std::vector<NodePlan> node_plan() const;
+  std::vector<StageAssignment> node_plan() const;
   std::optional<pipeline::ClusterMetrics> metrics() const;
   bool readopted() const { return readopted_; }  // start() reused the saved plan
   double serve_again_ms() const { return serve_ms_; }  // construction -> loaded
@@ -138,8 +138,8 @@ class DynamicCluster : public api::ClusterView {
   std::vector<NodeRecord> usable_records() const;
   // The plan over `records` around the pinned nodes (each pinned node's registered record
   // replaces its YAML one when it joined).
-  std::vector<PlannedNode> plan_over(const std::vector<NodeRecord>& records) const;
-  std::vector<PinnedRange> pinned_with(const std::vector<NodeRecord>& records) const;
+  std::vector<PlannedStage> plan_over(const std::vector<NodeRecord>& records) const;
+  std::vector<PlannedStage> pinned_with(const std::vector<NodeRecord>& records) const;
   // Usable nodes among `records` that are neither planned nor were usable at the last plan.
   std::vector<std::string> newcomers(const std::vector<NodeRecord>& records) const;
   // A pinned node that never registered: not tracked by the registry (its loss shows as a
@@ -147,8 +147,8 @@ class DynamicCluster : public api::ClusterView {
   bool untracked(const std::string& node_id) const;
   void set_replan_error(const std::string& error);
   void tell_servable(const std::string& refusal) const;
-  std::vector<PlannedNode> saved_plan_if_complete(const std::vector<NodeEntry>& online) const;
-  void load(const std::vector<PlannedNode>& plan);
+  std::vector<PlannedStage> saved_plan_if_complete(const std::vector<NodeEntry>& online) const;
+  void load(const std::vector<PlannedStage>& plan);
   void watch_backend();
   void monitor();
   std::thread monitor_;
@@ -162,7 +162,7 @@ class DynamicCluster : public api::ClusterView {
   std::atomic<bool> stopping_{false};
   std::thread watcher_;
   ModelFootprint footprint_;
-  std::vector<PinnedRange> pinned_;     // mixed topology: listed nodes with layers
+  std::vector<PlannedStage> pinned_;     // mixed topology: listed nodes with layers
   std::vector<std::string> required_;   // mixed topology: listed nodes without layers (must join)
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig model_config_;
@@ -172,7 +172,7 @@ class DynamicCluster : public api::ClusterView {
   int64_t n_ctx_ = 0;
   Runner runner_{*this};
   mutable std::mutex plan_mutex_;
-  std::vector<PlannedNode> plan_;  // guarded by plan_mutex_
+  std::vector<PlannedStage> plan_;  // guarded by plan_mutex_
   std::string broken_;             // guarded by plan_mutex_: why the loaded pipeline cannot serve
   std::string replan_error_;       // guarded by plan_mutex_: why the last re-plan or load failed
   std::set<std::string> considered_;  // guarded by plan_mutex_: usable node ids at the last plan

@@ -254,7 +254,7 @@ std::optional<SavedPlan> NodeRegistry::plan() const {
 
 // File format: {"format": "baton-registry-v1", "nodes": [NodeRecord...], "plan": null |
 // {"model_identity", "n_ctx", "max_sequences", "ranges": [{"node_id", "first", "last"}]}}
-// (plan ranges: [first, last) like NodePlan).
+// (plan ranges: a LayerSpan's [begin, end) as "first" and "last"; the file format predates LayerSpan).
 void NodeRegistry::save_locked() const {
   if (options_.persist_path.empty()) return;
   json doc;
@@ -268,7 +268,7 @@ void NodeRegistry::save_locked() const {
     p["n_ctx"] = plan_->n_ctx;
     p["max_sequences"] = plan_->max_sequences;
     p["ranges"] = json::array();
-    for (const auto& r : plan_->ranges) p["ranges"].push_back({{"node_id", r.node_id}, {"first", r.first}, {"last", r.last}});
+    for (const auto& r : plan_->ranges) p["ranges"].push_back({{"node_id", r.node_id}, {"first", r.layers.begin}, {"last", r.layers.end}});
     doc["plan"] = p;
   } else {
     doc["plan"] = nullptr;
@@ -325,7 +325,8 @@ void NodeRegistry::load_file() {
       plan.n_ctx = p.at("n_ctx").get<int64_t>();
       plan.max_sequences = p.at("max_sequences").get<int>();
       for (const auto& r : p.at("ranges"))
-        plan.ranges.push_back({r.at("node_id").get<std::string>(), r.at("first").get<int64_t>(), r.at("last").get<int64_t>()});
+        plan.ranges.push_back(
+            {r.at("node_id").get<std::string>(), {r.at("first").get<int64_t>(), r.at("last").get<int64_t>()}});
       plan_ = plan;
     } catch (const json::exception& e) {
       fail<FormatError>("registry file {}: \"plan\" is malformed: {}", path, e.what());

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cluster/stage_assignment.h"
 #include "engine/registry/registry_backend.h"
 
 namespace baton::registry {
@@ -39,7 +40,7 @@ struct NodeEntry {
 // One node's share of a plan, as persisted.
 struct PlanRange {
   std::string node_id;
-  int64_t first = 0, last = 0;  // [first, last)
+  LayerSpan layers;
   bool operator==(const PlanRange&) const = default;
 };
 

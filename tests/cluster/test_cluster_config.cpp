@@ -2,6 +2,7 @@
 
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
+#include "engine/cluster/planner.h"
 
 using namespace baton;
 
@@ -35,10 +36,10 @@ TEST_CASE("a two-node topology parses, resolves paths and plans the given ranges
   CHECK(c.control_port == 8022);
   auto plan = plan_layers(c, 4);
   REQUIRE(plan.size() == 2);
-  CHECK(plan[0].first == 0);
-  CHECK(plan[0].last == 2);
-  CHECK(plan[1].first == 2);
-  CHECK(plan[1].last == 4);
+  CHECK(plan[0].layers.begin == 0);
+  CHECK(plan[0].layers.end == 2);
+  CHECK(plan[1].layers.begin == 2);
+  CHECK(plan[1].layers.end == 4);
 }
 
 TEST_CASE("a missing layer is named together with the gap") {
@@ -80,10 +81,10 @@ cluster:
 )");
   auto plan = plan_layers(c, 80);
   REQUIRE(plan.size() == 3);
-  CHECK(plan[0].first == 0);
-  CHECK(plan[0].last == 40);
-  CHECK(plan[1].last == 60);
-  CHECK(plan[2].last == 80);
+  CHECK(plan[0].layers.begin == 0);
+  CHECK(plan[0].layers.end == 40);
+  CHECK(plan[1].layers.end == 60);
+  CHECK(plan[2].layers.end == 80);
   // more nodes than layers is refused, every node needs one
   CHECK_THROWS_WITH(plan_layers(c, 2), Catch::Contains("every node needs at least one"));
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/cluster/cluster_config.h"
+#include "engine/cluster/planner.h"
 #include "engine/model/model_config.h"
 #include "fixtures.h"
 #include "gguf/gguf_file.h"
@@ -59,10 +60,10 @@ TEST_CASE("inventory-to-config turns a TSV with layers into a fixed cluster.yaml
   CHECK(config.nodes[0].id == "node-01");
   CHECK(config.nodes[0].host == "10.0.0.11");
   CHECK(config.nodes[0].port == 8010);
-  CHECK(config.nodes[0].layers == std::make_pair(int64_t{0}, int64_t{0}));
+  CHECK(config.nodes[0].layers == baton::LayerSpan::from_inclusive(0, 0));
   CHECK(config.nodes[0].weight == Approx(16));
   CHECK(config.nodes[1].port == 9000);
-  CHECK(config.nodes[1].layers == std::make_pair(int64_t{1}, n - 1));
+  CHECK(config.nodes[1].layers == baton::LayerSpan::from_inclusive(1, n - 1));
   CHECK(config.nodes[1].weight == Approx(8));
   CHECK(baton::plan_layers(config, n).size() == 2);
 }

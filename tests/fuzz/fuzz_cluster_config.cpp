@@ -8,6 +8,7 @@
 
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
+#include "engine/cluster/planner.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/model/model_head.h"
-#include "engine/registry/planner.h"
+#include "engine/cluster/planner.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/layer_runner.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -31,8 +31,8 @@ inline std::vector<int32_t> generate_tokens(LayerRunner& layers, ModelHead& head
 }
 
 // A planner that keeps no memory in reserve, so the tests' small figures fit exactly.
-inline registry::PlannerOptions no_headroom() {
-  registry::PlannerOptions o;
+inline PlannerOptions no_headroom() {
+  PlannerOptions o;
   o.headroom_bytes = 0;
   o.headroom_fraction = 0;
   return o;

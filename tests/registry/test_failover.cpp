@@ -22,7 +22,7 @@
 #include "engine/api/http_server.h"
 #include "engine/api/served_model.h"
 #include "engine/cluster/cluster_config.h"
-#include "engine/registry/planner.h"
+#include "engine/cluster/planner.h"
 #include "fixtures.h"
 #include "pipeline/worker_process.h"
 #include "registry/registry_helpers.h"
@@ -148,7 +148,7 @@ TEST_CASE("failover: a worker killed mid-generation, the coordinator re-plans an
   REQUIRE(want.finish_reason == "length");
   REQUIRE(!want.text.empty());
 
-  const std::string victim = s.model->plan()[1].id;  // the middle stage
+  const std::string victim = s.model->plan()[1].node_id;  // the middle stage
   WorkerProcess& killed = victim == "w1" ? *w1 : victim == "w2" ? *w2 : *w3;
   const Streamed got = stream(s.port(), body, 4, [&] { killed.kill_now(); });
   INFO(got.error);
@@ -164,7 +164,7 @@ TEST_CASE("failover: a worker killed mid-generation, the coordinator re-plans an
 
   const auto plan = s.model->plan();
   CHECK(plan.size() == 2);
-  for (const auto& n : plan) CHECK(n.id != victim);
+  for (const auto& n : plan) CHECK(n.node_id != victim);
   auto health = baton::test::raw_request(s.port(), "GET", "/health", "");
   CHECK(health.status == 200);
   auto cluster = json::parse(baton::test::raw_request(s.port(), "GET", "/v1/cluster", "").body);
@@ -187,7 +187,7 @@ TEST_CASE("failover: a worker frozen mid-generation (SIGSTOP, connection left op
   const Streamed want = stream(s.port(), body);
   REQUIRE(want.status == 200);
 
-  const std::string victim = s.model->plan()[1].id;
+  const std::string victim = s.model->plan()[1].node_id;
   WorkerProcess& frozen = victim == "w1" ? *w1 : victim == "w2" ? *w2 : *w3;
   const Streamed got = stream(s.port(), body, 4, [&] { ::kill(frozen.pid(), SIGSTOP); });
   frozen.kill_now();  // SIGKILL ends a stopped process too
@@ -208,8 +208,8 @@ TEST_CASE("failover: when the remaining nodes cannot hold the model, /health and
           "[registry]") {
   // Each worker offers memory for 3 of the 5 layers: two are needed.
   const auto file = baton::gguf::GgufFile::open(baton::test::shared_path(kStoriesModel));
-  const auto fp = baton::registry::ModelFootprint::from_file(*file, 128, 2);
-  const uint64_t three = baton::registry::range_bytes(fp, {}, 0, 3), four = baton::registry::range_bytes(fp, {}, 0, 4);
+  const auto fp = baton::ModelFootprint::from_file(*file, 128, 2);
+  const uint64_t three = baton::range_bytes(fp, {}, {0, 3}), four = baton::range_bytes(fp, {}, {0, 4});
   const std::string cap = fmt::format("{:.6f}", static_cast<double>(three + four) / 2 / 1048576.0);
   const uint16_t port = baton::test::free_loopback_port();
   auto w1 = join("w1", port, {"--max-memory", cap}), w2 = join("w2", port, {"--max-memory", cap});
@@ -245,8 +245,8 @@ TEST_CASE("failover: when the remaining nodes cannot hold the model, /health and
   CHECK(json::parse(again.body)["choices"][0]["text"] == want);
   const auto plan = s.model->plan();
   REQUIRE(plan.size() == 2);
-  CHECK(plan[0].id == "w1");
-  CHECK(plan[1].id == "w3");
+  CHECK(plan[0].node_id == "w1");
+  CHECK(plan[1].node_id == "w3");
 }
 
 TEST_CASE("failover: a re-plan forgets cached prompt prefixes, and a worker killed during a pipelined prefill resumes "
@@ -268,7 +268,7 @@ TEST_CASE("failover: a re-plan forgets cached prompt prefixes, and a worker kill
 
   auto by_id = [&](const std::string& id) -> WorkerProcess& { return id == "w1" ? *w1 : id == "w2" ? *w2 : id == "w3" ? *w3 : *w4; };
   // An idle node lost: the coordinator re-plans, and the entries it held are forgotten.
-  by_id(s.model->plan()[1].id).kill_now();
+  by_id(s.model->plan()[1].node_id).kill_now();
   const auto deadline = Clock::now() + 20s;
   while (s.model->plan().size() != 3 && Clock::now() < deadline) std::this_thread::sleep_for(50ms);
   REQUIRE(s.model->plan().size() == 3);
@@ -278,7 +278,7 @@ TEST_CASE("failover: a re-plan forgets cached prompt prefixes, and a worker kill
 
   // A worker frozen while the prompt's pieces are on their way, then killed: the sequence is
   // rebuilt on the remaining two and the completion is the same.
-  WorkerProcess& victim = by_id(s.model->plan()[2].id);
+  WorkerProcess& victim = by_id(s.model->plan()[2].node_id);
   REQUIRE(::kill(victim.pid(), SIGSTOP) == 0);
   std::thread killer([&] {
     std::this_thread::sleep_for(300ms);
@@ -320,7 +320,7 @@ TEST_CASE("failover: a worker lost while speculative verification passes are in 
 
   // Frozen (its pass hangs mid-verification), then killed: the sequence is rebuilt on the two
   // that remain and goes on speculating; the text is the same.
-  const std::string victim = s.model->plan()[1].id;
+  const std::string victim = s.model->plan()[1].node_id;
   WorkerProcess& frozen = victim == "w1" ? *w1 : victim == "w2" ? *w2 : *w3;
   std::thread killer;
   const Streamed got = stream(s.port(), body, 4, [&] {

@@ -17,13 +17,14 @@
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/registry/dynamic_cluster.h"
-#include "engine/registry/planner.h"
+#include "engine/cluster/planner.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/local_model.h"
 #include "fixtures.h"
 #include "pipeline/worker_process.h"
 #include "registry/registry_helpers.h"
 
+using namespace baton;
 using namespace baton::registry;
 
 namespace {
@@ -55,12 +56,10 @@ NodeRecord record_of(const std::string& id, uint64_t free_mib, float speed, uint
   return r;
 }
 
-PinnedRange pin(const std::string& id, int64_t first, int64_t last) {
-  PinnedRange p;
-  p.record = record_of(id, 0, 0, static_cast<uint32_t>(first), static_cast<uint32_t>(last - 1));
-  p.first = first;
-  p.last = last;
-  return p;
+PlannedStage pin(const std::string& id, int64_t first, int64_t last) {
+  NodeRecord r = record_of(id, 0, 0);
+  set_served_layers(r, {first, last});
+  return planned_stage(r, {first, last});
 }
 
 }  // namespace
@@ -74,7 +73,7 @@ TEST_CASE("mixed topology: a node list with `auto` parses into fixed nodes + dyn
       "mixed.yaml", "/");
   CHECK(c.nodes_auto);
   REQUIRE(c.nodes.size() == 2);
-  CHECK(c.nodes[0].layers == std::pair<int64_t, int64_t>{0, 1});
+  CHECK(c.nodes[0].layers == baton::LayerSpan::from_inclusive(0, 1));
   CHECK(!c.nodes[1].layers);
   CHECK(c.min_nodes == 2);
   CHECK_THROWS_WITH(baton::parse_cluster_config("model: m\ncluster:\n  insecure: true\n  nodes:\n    - auto\n    - auto\n",
@@ -93,27 +92,27 @@ TEST_CASE("mixed topology: plan_around keeps pinned ranges and plans the gaps ov
   REQUIRE(plan.size() == 4);
   int64_t next = 0;
   for (const auto& p : plan) {
-    CHECK(p.first == next);
-    next = p.last;
+    CHECK(p.stage.layers.begin == next);
+    next = p.stage.layers.end;
   }
   CHECK(next == 10);
-  auto big = std::find_if(plan.begin(), plan.end(), [](const PlannedNode& p) { return p.record.node_id == "big"; });
+  auto big = std::find_if(plan.begin(), plan.end(), [](const PlannedStage& p) { return p.record.node_id == "big"; });
   REQUIRE(big != plan.end());
-  CHECK(big->first == 3);
-  CHECK(big->last == 7);
+  CHECK(big->stage.layers.begin == 3);
+  CHECK(big->stage.layers.end == 7);
   CHECK(big->bytes_needed == 40 * kMiB);
   // Pinned at the start; the rest in proportion to speed.
   plan = plan_around({pin("big", 0, 4)}, {record_of("a", 1000, 10), record_of("b", 1000, 20)}, m, no_headroom());
   REQUIRE(plan.size() == 3);
   CHECK(plan[0].record.node_id == "big");
-  CHECK(plan[1].first == 4);
-  CHECK(plan[1].last == 6);  // 6 layers at 10:20 -> 2 + 4
-  CHECK(plan[2].last == 10);
+  CHECK(plan[1].stage.layers.begin == 4);
+  CHECK(plan[1].stage.layers.end == 6);  // 6 layers at 10:20 -> 2 + 4
+  CHECK(plan[2].stage.layers.end == 10);
   // A pinned node listed among the others too is not planned twice.
   plan = plan_around({pin("a", 0, 5)}, {record_of("a", 1000, 10), record_of("b", 1000, 10)}, m, no_headroom());
   REQUIRE(plan.size() == 2);
   CHECK(plan[1].record.node_id == "b");
-  CHECK(plan[1].first == 5);
+  CHECK(plan[1].stage.layers.begin == 5);
   // Errors name the gap or the pinned nodes.
   CHECK_THROWS_WITH(plan_around({pin("big", 0, 4)}, {record_of("a", 15, 10)}, m, no_headroom()),
                     Catch::Contains("layers 4-9 (around the pinned nodes)") && Catch::Contains("missing"));
@@ -150,10 +149,10 @@ TEST_CASE("mixed topology: a pinned worker (not joined) and joined workers serve
   INFO(dc.plan_table());
   REQUIRE(plan.size() == 3);
   CHECK(plan[0].record.node_id == "big");
-  CHECK(plan[0].first == 0);
-  CHECK(plan[0].last == 2);
-  CHECK(plan[1].first == 2);
-  CHECK(plan[2].last == 5);
+  CHECK(plan[0].stage.layers.begin == 0);
+  CHECK(plan[0].stage.layers.end == 2);
+  CHECK(plan[1].stage.layers.begin == 2);
+  CHECK(plan[2].stage.layers.end == 5);
   auto snap = dc.snapshot();
   CHECK(snap.ready);
   REQUIRE(snap.nodes.size() == 4);
@@ -176,10 +175,10 @@ TEST_CASE("mixed topology: a pinned worker (not joined) and joined workers serve
   plan = dc.plan();
   REQUIRE(plan.size() == 2);
   CHECK(plan[0].record.node_id == "big");
-  CHECK(plan[0].last == 2);
+  CHECK(plan[0].stage.layers.end == 2);
   CHECK(plan[1].record.node_id == "w1");
-  CHECK(plan[1].first == 2);
-  CHECK(plan[1].last == 5);
+  CHECK(plan[1].stage.layers.begin == 2);
+  CHECK(plan[1].stage.layers.end == 5);
   CHECK(dc.snapshot().ready);
   CHECK(generate_tokens(dc.layers(), dc.head(), dc.tokenizer()) == want);
 }

@@ -6,14 +6,14 @@
 
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
-#include "engine/registry/minimal_replan.h"
+#include "engine/cluster/planner.h"
 #include "engine/registry/node_probe.h"
-#include "engine/registry/planner.h"
 #include "fixtures.h"
 #include "gguf/gguf_file.h"
 #include "gguf/model_identity.h"
 #include "registry/registry_helpers.h"
 
+using namespace baton;
 using namespace baton::registry;
 
 namespace {
@@ -53,12 +53,12 @@ TEST_CASE("planner: contiguous ranges in proportion to speed, in id order") {
   auto plan = plan_nodes({node("w1", 10000, 10), node("w2", 10000, 20), node("w3", 10000, 30)}, m, no_headroom());
   REQUIRE(plan.size() == 3);
   CHECK(plan[0].record.node_id == "w1");
-  CHECK(plan[0].first == 0);
-  CHECK(plan[0].last == 4);   // 24 * 10/60
-  CHECK(plan[1].first == 4);
-  CHECK(plan[1].last == 12);  // 24 * 20/60
-  CHECK(plan[2].first == 12);
-  CHECK(plan[2].last == 24);  // 24 * 30/60
+  CHECK(plan[0].stage.layers.begin == 0);
+  CHECK(plan[0].stage.layers.end == 4);   // 24 * 10/60
+  CHECK(plan[1].stage.layers.begin == 4);
+  CHECK(plan[1].stage.layers.end == 12);  // 24 * 20/60
+  CHECK(plan[2].stage.layers.begin == 12);
+  CHECK(plan[2].stage.layers.end == 24);  // 24 * 30/60
   CHECK(plan[2].bytes_needed == 12 * 10 * kMiB);
 }
 
@@ -66,11 +66,11 @@ TEST_CASE("planner: equal nodes split evenly, memory decides when no speed was m
   auto m = footprint(10, 1);
   auto even = plan_nodes({node("w1", 1000, 5), node("w2", 1000, 5)}, m, no_headroom());
   REQUIRE(even.size() == 2);
-  CHECK(even[0].last == 5);
+  CHECK(even[0].stage.layers.end == 5);
   auto by_memory = plan_nodes({node("w1", 3000, 0), node("w2", 1000, 0)}, m, no_headroom());
   REQUIRE(by_memory.size() == 2);
-  CHECK(by_memory[0].last - by_memory[0].first == 7);  // ~ 10 * 3/4, rounded to the best integer split
-  CHECK(by_memory[1].last - by_memory[1].first == 3);
+  CHECK(by_memory[0].stage.layers.end - by_memory[0].stage.layers.begin == 7);  // ~ 10 * 3/4, rounded to the best integer split
+  CHECK(by_memory[1].stage.layers.end - by_memory[1].stage.layers.begin == 3);
 }
 
 TEST_CASE("planner: never exceeds a node's memory (weights + KV + headroom)") {
@@ -82,11 +82,11 @@ TEST_CASE("planner: never exceeds a node's memory (weights + KV + headroom)") {
   auto plan = plan_nodes({node("w1", 450, 1000), node("w2", 100000, 1)}, m, o);
   REQUIRE(plan.size() == 2);
   CHECK(plan[0].record.node_id == "w1");
-  CHECK(plan[0].last - plan[0].first == 3);
+  CHECK(plan[0].stage.layers.end - plan[0].stage.layers.begin == 3);
   CHECK(plan[0].bytes_needed <= plan[0].record.memory_free);
-  CHECK(plan[0].bytes_needed == range_bytes(m, o, 0, 3));
-  CHECK(plan[1].first == 3);
-  CHECK(plan[1].last == 12);
+  CHECK(plan[0].bytes_needed == range_bytes(m, o, {0, 3}));
+  CHECK(plan[1].stage.layers.begin == 3);
+  CHECK(plan[1].stage.layers.end == 12);
 }
 
 TEST_CASE("planner: refuses when memory is short and says how much is missing") {
@@ -110,7 +110,7 @@ TEST_CASE("planner: skips nodes of another model and says why when none is left"
   auto plan = plan_nodes({node("w1", 1000, 1), other}, m, no_headroom());
   REQUIRE(plan.size() == 1);
   CHECK(plan[0].record.node_id == "w1");
-  CHECK(plan[0].last == 4);
+  CHECK(plan[0].stage.layers.end == 4);
   CHECK_THROWS_WITH(plan_nodes({other}, m, no_headroom()),
                     Catch::Contains("w2 has model identity model-b, the coordinator's is model-a"));
   CHECK_THROWS_WITH(plan_nodes({}, m, no_headroom()), Catch::Contains("no node can serve"));
@@ -122,10 +122,10 @@ TEST_CASE("planner: shards serve only their own range") {
   auto plan = plan_nodes({node("w2", 1000, 100, 4, 7), node("w1", 1000, 1, 0, 3)}, m, no_headroom());
   REQUIRE(plan.size() == 2);
   CHECK(plan[0].record.node_id == "w1");
-  CHECK(plan[0].first == 0);
-  CHECK(plan[0].last == 4);
-  CHECK(plan[1].first == 4);
-  CHECK(plan[1].last == 8);
+  CHECK(plan[0].stage.layers.begin == 0);
+  CHECK(plan[0].stage.layers.end == 4);
+  CHECK(plan[1].stage.layers.begin == 4);
+  CHECK(plan[1].stage.layers.end == 8);
   // Only layers 0-3 are servable anywhere: refused.
   CHECK_THROWS_AS(plan_nodes({node("w1", 1000, 1, 0, 3)}, m, no_headroom()), baton::Error);
 }
@@ -162,9 +162,9 @@ TEST_CASE("planner: footprint of a real model and the plan table") {
   CHECK(table.find("| id | address | memory | layers | port | role |") == 0);
   CHECK(table.find("| coordinator | 127.0.0.1 | - | embeddings, output head | 8021 | coordinator |") != std::string::npos);
   CHECK(table.find("| w1 | 10.0.0.1 |") != std::string::npos);
-  CHECK(plan[0].first == 0);
-  CHECK(plan[1].last == 5);
-  CHECK(table.find(fmt::format("| 0-{} | 9000 | worker |", plan[0].last - 1)) != std::string::npos);
+  CHECK(plan[0].stage.layers.begin == 0);
+  CHECK(plan[1].stage.layers.end == 5);
+  CHECK(table.find(fmt::format("| 0-{} | 9000 | worker |", plan[0].stage.layers.last())) != std::string::npos);
 }
 
 TEST_CASE("cluster config: nodes auto and the registry keys") {
@@ -210,11 +210,11 @@ TEST_CASE("node probe: calibration speed, /proc/meminfo, CPU load") {
 namespace {
 
 // The ranges of `plan` are contiguous and cover [0, n_layer).
-bool covers_all_layers(const std::vector<PlannedNode>& plan, int64_t n_layer) {
+bool covers_all_layers(const std::vector<PlannedStage>& plan, int64_t n_layer) {
   int64_t at = 0;
   for (const auto& p : plan) {
-    if (p.first != at || p.last <= p.first) return false;
-    at = p.last;
+    if (p.stage.layers.begin != at || p.stage.layers.end <= p.stage.layers.begin) return false;
+    at = p.stage.layers.end;
   }
   return at == n_layer;
 }
@@ -251,8 +251,8 @@ TEST_CASE("planner: a lost range goes to a spare node first, else to a neighbour
   const std::vector<NodeRecord> three = {node("w1", 10000, 10), node("w2", 10000, 10), node("w3", 10000, 10)};
   const auto before = plan_nodes(three, m, no_headroom());
   REQUIRE(before.size() == 3);
-  REQUIRE(before[1].first == 4);
-  REQUIRE(before[1].last == 8);
+  REQUIRE(before[1].stage.layers.begin == 4);
+  REQUIRE(before[1].stage.layers.end == 8);
 
   SECTION("a spare takes exactly the lost range") {
     auto nodes = without_nodes(three, {"w2"});
@@ -269,9 +269,9 @@ TEST_CASE("planner: a lost range goes to a spare node first, else to a neighbour
     const auto after = plan_keeping(before, {}, nodes, m, no_headroom());
     REQUIRE(covers_all_layers(after, 12));
     REQUIRE(after.size() == 2);
-    CHECK(after[0].last == 4);  // w1 unchanged
+    CHECK(after[0].stage.layers.end == 4);  // w1 unchanged
     CHECK(after[1].record.node_id == "w3");
-    CHECK(after[1].first == 4);
+    CHECK(after[1].stage.layers.begin == 4);
     CHECK(count_reloaded(before, after) == 1);
   }
   SECTION("a neighbour without the memory for the gap leaves it to the other") {
@@ -279,8 +279,8 @@ TEST_CASE("planner: a lost range goes to a spare node first, else to a neighbour
     nodes[0].memory_free = 15 * kMiB;  // w1: room for 1 more layer, not 4
     const auto after = plan_keeping(before, {}, nodes, m, no_headroom());
     REQUIRE(covers_all_layers(after, 12));
-    CHECK(after[0].last == 4);
-    CHECK(after[1].first == 4);
+    CHECK(after[0].stage.layers.end == 4);
+    CHECK(after[1].stage.layers.begin == 4);
   }
   SECTION("when no neighbour can take it, a fresh plan") {
     auto nodes = without_nodes(three, {"w2"});
@@ -301,6 +301,6 @@ TEST_CASE("planner: outlier speeds of identical nodes are clamped, every node ge
   const auto plan = plan_nodes(nodes, m, no_headroom());
   CHECK(plan.size() == 39);
   int64_t most = 0;
-  for (const auto& p : plan) most = std::max(most, p.last - p.first);
+  for (const auto& p : plan) most = std::max(most, p.stage.layers.end - p.stage.layers.begin);
   CHECK(most <= 5);
 }

@@ -113,12 +113,12 @@ TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one proc
   const auto plan = dc.plan();
   REQUIRE(plan.size() == 2);
   CHECK(plan[0].record.node_id == "w1");
-  CHECK(plan[0].first == 0);
-  CHECK(plan[1].last == 5);
+  CHECK(plan[0].stage.layers.begin == 0);
+  CHECK(plan[1].stage.layers.end == 5);
   CHECK(plan[0].record.port == w1->port());
   CHECK(plan[0].record.speed == 10);
   CHECK(plan[1].record.speed == 20);
-  CHECK(plan[0].last == 2);  // 5 layers in proportion 10:20 -> 2 + 3
+  CHECK(plan[0].stage.layers.end == 2);  // 5 layers in proportion 10:20 -> 2 + 3
   CHECK(plan[0].record.memory_total > 0);
   CHECK(!plan[0].record.isa.empty());
   CHECK(plan[0].record.threads == 1);
@@ -132,7 +132,7 @@ TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one proc
   CHECK(snap.layers_covered);
   REQUIRE(snap.nodes.size() == 3);  // coordinator + 2
   CHECK(snap.nodes[1].status == "online");
-  CHECK(snap.nodes[1].last_layer == plan[0].last - 1);
+  CHECK(snap.nodes[1].last_layer == plan[0].stage.layers.last());
 
   // Heartbeats keep arriving (interval 200 ms, timeout 1 s).
   std::this_thread::sleep_for(600ms);
@@ -271,7 +271,7 @@ TEST_CASE("registry: a node joining or leaving an idle cluster triggers a re-pla
   // Ranges that stayed the same were not reloaded.
   for (const auto& p : after)
     for (const auto& b : before)
-      if (p.record.node_id == b.record.node_id && p.first == b.first && p.last == b.last) {
+      if (p.record.node_id == b.record.node_id && p.stage.layers == b.stage.layers) {
         const auto& w = p.record.node_id == "w1" ? *w1 : *w2;
         CHECK(WorkerProcess::eventually_contains(w, "re-adopted load"));
       }

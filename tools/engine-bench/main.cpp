@@ -181,13 +181,13 @@ void print_stage_stats(const std::string& test, baton::pipeline::Cluster& cluste
     const double compute = (a.compute_ms - b.compute_ms) / tokens;
     const double residence = (a.residence_ms - b.residence_ms) / tokens;
     const auto& p = plan[i];
-    stages.push_back({{"node", p.id},
-                      {"layers", {p.first, p.last - 1}},
+    stages.push_back({{"node", p.node_id},
+                      {"layers", {p.layers.begin, p.layers.last()}},  // JSON: inclusive
                       {"compute_ms_per_token", compute},
                       {"residence_ms_per_token", residence}});
     if (print)
-      fmt::print("# {}: stage {} ({}:{}, layers {}-{}): compute {:.3f} ms/token, frame in -> out {:.3f} ms/token\n",
-                 test, p.id, p.host, p.port, p.first, p.last - 1, compute, residence);
+      fmt::print("# {}: stage {} ({}:{}, layers {}): compute {:.3f} ms/token, frame in -> out {:.3f} ms/token\n",
+                 test, p.node_id, p.host, p.port, to_string(p.layers), compute, residence);
   }
   for (size_t h = 0; h < after.hops.size(); ++h) {
     const auto& a = after.hops[h];

@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
       loading.stop();  // the real server binds the same port next
       spdlog::info("cluster ready: {} ({} layers) on {} nodes", config.model, model->info().n_layer, model->plan().size());
       fmt::print("| node | address | layers |\n| --- | --- | --- |\n");
-      for (const auto& n : model->plan()) fmt::print("| {} | {}:{} | {}-{} |\n", n.id, n.host, n.port, n.first, n.last - 1);
+      for (const auto& n : model->plan()) fmt::print("| {} | {}:{} | {} |\n", n.node_id, n.host, n.port, to_string(n.layers));
     } else {
       baton::tools::warn_if_ctx_above_trained("engine-coordinator", model_path, so.n_ctx);
       model = baton::api::ServedModel::open_local(model_path, so);

@@ -15,8 +15,8 @@
 
 #include "commands.h"
 #include "engine/cluster/cluster_config.h"
+#include "engine/cluster/planner.h"
 #include "engine/registry/node_probe.h"
-#include "engine/registry/planner.h"
 #include "engine/pipeline/connect_failure.h"
 #include "gguf/gguf_file.h"
 #include "gguf/model_identity.h"
@@ -142,14 +142,13 @@ void check_handshake(const ClusterConfig& config, const NodeConfig& n, const std
                        status->model_identity, identity));
   else if (!identity.empty())
     r.ok(fmt::format("{}: same model (identity {})", who, identity));
-  const bool serves_all = !status->layers.empty();
-  if (n.layers && (!serves_all || status->layers[0].first > n.layers->first ||
-                   status->layers[0].last < n.layers->second))
-    r.fail(fmt::format("{} is given layers {}-{} but its file holds {}", who, n.layers->first, n.layers->second,
-                       serves_all ? fmt::format("layers {}-{}", status->layers[0].first, status->layers[0].last)
-                                  : std::string("no layers")));
-  r.ok(fmt::format("{}: {} of {} memory available, {} threads, {}", who, registry::format_bytes(status->memory_free),
-                   registry::format_bytes(status->memory_total), status->threads, status->isa));
+  // The planner's own rule for what a node can serve (planner.h: serves).
+  if (n.layers && !serves(*status, *n.layers))
+    r.fail(fmt::format("{} is given layers {} but its file holds {}", who, to_string(*n.layers),
+                       status->layers.empty() ? std::string("no layers")
+                                              : fmt::format("layers {}", to_string(served_layers(*status)))));
+  r.ok(fmt::format("{}: {} of {} memory available, {} threads, {}", who, format_bytes(status->memory_free),
+                   format_bytes(status->memory_total), status->threads, status->isa));
 }
 
 }  // namespace
@@ -195,17 +194,17 @@ int run_doctor(const DoctorArgs& args) {
     }
   }
   if (file) {
-    const auto fp = registry::ModelFootprint::from_file(*file, args.n_ctx, args.slots);
+    const auto fp = ModelFootprint::from_file(*file, args.n_ctx, args.slots);
     uint64_t weights = 0;
     for (auto b : fp.layer_bytes) weights += b;
     r.ok(fmt::format("model {}: {} layers, {} of layer weights, KV cache {} per layer (n_ctx {} x {} slots)",
-                     config.model, fp.n_layer, registry::format_bytes(weights),
-                     registry::format_bytes(fp.kv_bytes_per_layer), fp.n_ctx, fp.max_sequences));
+                     config.model, fp.n_layer, format_bytes(weights),
+                     format_bytes(fp.kv_bytes_per_layer), fp.n_ctx, fp.max_sequences));
     if (config.nodes_auto) {
       r.note(fmt::format("nodes: auto: workers join {}:{} and are planned by memory and speed; the whole model needs "
                          "{} on the workers together",
                          config.master_host, config.control_port,
-                         registry::format_bytes(registry::range_bytes(fp, {}, 0, fp.n_layer))));
+                         format_bytes(range_bytes(fp, {}, {0, fp.n_layer}))));
     } else {
       try {
         const auto plan = plan_layers(config, fp.n_layer);
@@ -213,20 +212,20 @@ int run_doctor(const DoctorArgs& args) {
         uint64_t local_need = 0;
         std::vector<std::string> local_ids;
         for (const auto& p : plan) {
-          const uint64_t need = registry::range_bytes(fp, {}, p.first, p.last);
-          r.note(fmt::format("node {} layers {}-{} needs {} (weights + KV + headroom)", p.id, p.first, p.last - 1,
-                             registry::format_bytes(need)));
-          if (is_local(p.host)) local_need += need, local_ids.push_back(p.id);
+          const uint64_t need = range_bytes(fp, {}, p.layers);
+          r.note(fmt::format("node {} layers {} needs {} (weights + KV + headroom)", p.node_id, to_string(p.layers),
+                             format_bytes(need)));
+          if (is_local(p.host)) local_need += need, local_ids.push_back(p.node_id);
         }
         if (!local_ids.empty()) {
           const auto mem = registry::read_meminfo();
           const std::string what = fmt::format("this machine ({} local node(s)) needs {}, {} available",
-                                               local_ids.size(), registry::format_bytes(local_need),
-                                               registry::format_bytes(mem.available));
+                                               local_ids.size(), format_bytes(local_need),
+                                               format_bytes(mem.available));
           if (local_need <= mem.available)
             r.ok("memory fit: " + what);
           else
-            r.fail(fmt::format("memory fit: {}: {} missing", what, registry::format_bytes(local_need - mem.available)));
+            r.fail(fmt::format("memory fit: {}: {} missing", what, format_bytes(local_need - mem.available)));
         }
         if (local_ids.size() < plan.size())
           r.note("memory of remote nodes is not checked here: their workers report it when they --join");

@@ -24,8 +24,8 @@
 #include "commands.h"
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
+#include "engine/cluster/planner.h"
 #include "engine/registry/join_client.h"
-#include "engine/registry/planner.h"
 #include "gguf/gguf_file.h"
 
 namespace baton::ctl {
@@ -174,7 +174,7 @@ int run_inventory_to_config(const InventoryArgs& args) {
         r.layers ? fmt::format("[{}, {}]", r.layers->first, r.layers->second) : std::string("auto");
     yaml += fmt::format("    - {{ id: {}, host: {}, port: {}, layers: {}, weight: {:.3g} }}  # {}\n", yaml_string(r.id),
                         yaml_string(r.host), r.port, layers, static_cast<double>(r.memory) / (1ull << 30),
-                        registry::format_bytes(r.memory));
+                        format_bytes(r.memory));
   }
 
   // The coordinator's own parser and planner judge the result, so what is written loads.
@@ -194,19 +194,19 @@ int run_inventory_to_config(const InventoryArgs& args) {
                config.model, e.what());
   }
   if (file) {
-    const auto fp = registry::ModelFootprint::from_file(*file, args.n_ctx, args.slots);
-    std::vector<NodePlan> plan;
+    const auto fp = ModelFootprint::from_file(*file, args.n_ctx, args.slots);
+    std::vector<StageAssignment> plan;
     try {
       plan = plan_layers(config, fp.n_layer);
     } catch (const std::exception& e) {
       fail("{}: {}", args.inventory, e.what());
     }
     for (size_t i = 0; i < plan.size(); ++i) {
-      const uint64_t need = registry::range_bytes(fp, {}, plan[i].first, plan[i].last);
+      const uint64_t need = range_bytes(fp, {}, plan[i].layers);
       if (need > rows[i].memory)
-        fmt::print(stderr, "warning: {}:{}: {} gets layers {}-{}, which need {} (weights + KV + headroom); it has {}\n",
-                   args.inventory, rows[i].line, plan[i].id, plan[i].first, plan[i].last - 1,
-                   registry::format_bytes(need), registry::format_bytes(rows[i].memory));
+        fmt::print(stderr, "warning: {}:{}: {} gets layers {}, which need {} (weights + KV + headroom); it has {}\n",
+                   args.inventory, rows[i].line, plan[i].node_id, to_string(plan[i].layers),
+                   format_bytes(need), format_bytes(rows[i].memory));
     }
   }
 

@@ -5,7 +5,7 @@
 
 #include "commands.h"
 #include "engine/registry/join_client.h"
-#include "engine/registry/planner.h"
+#include "engine/cluster/planner.h"
 
 namespace baton::ctl {
 
@@ -20,7 +20,7 @@ std::string reading_cells(const nlohmann::json& n) {
   const nlohmann::json r = n.contains("readings") && n["readings"].is_object() ? n["readings"] : nlohmann::json::object();
   auto has = [&](const char* k) { return r.contains(k) && r[k].is_number(); };
   auto bytes = [&](const char* k) {
-    return has(k) ? registry::format_bytes(static_cast<uint64_t>(r[k].get<double>())) : std::string("-");
+    return has(k) ? format_bytes(static_cast<uint64_t>(r[k].get<double>())) : std::string("-");
   };
   const std::string temp = has("cpu_temperature_celsius") ? fmt::format("{:.0f} °C", r["cpu_temperature_celsius"].get<double>()) : "-";
   const std::string net = has("network_receive_bytes") || has("network_transmit_bytes")
@@ -103,7 +103,7 @@ int run_status(const StatusArgs& args) {
     };
     const auto total = bytes("memory_total_bytes"), used = bytes("memory_used_bytes");
     const std::string memory =
-        total ? fmt::format("{} / {}", registry::format_bytes(used), registry::format_bytes(total)) : "-";
+        total ? fmt::format("{} / {}", format_bytes(used), format_bytes(total)) : "-";
     std::string hb = "-";
     if (n.contains("last_heartbeat_seconds") && n["last_heartbeat_seconds"].is_number())
       hb = fmt::format("{:.1f} s ago", n["last_heartbeat_seconds"].get<double>());
