@@ -13,6 +13,7 @@
 #include "engine/api/guarded_layers.h"
 #include "engine/api/local_cluster_view.h"
 #include "engine/api/static_cluster_view.h"
+#include "engine/pipeline/model_runner.h"
 #include "engine/registry/dynamic_cluster.h"
 #include "engine/runtime/draft_model.h"
 
@@ -172,9 +173,8 @@ class StaticRepairer {
 };
 
 struct ServedModel::Parts {
-  std::unique_ptr<registry::DynamicCluster> dynamic;  // `nodes: auto`; owns the cluster and the view
-  std::unique_ptr<LocalModel> local;
-  std::unique_ptr<pipeline::Cluster> cluster;
+  std::unique_ptr<registry::DynamicCluster> dynamic;  // `nodes: auto`; owns its chains and the view
+  pipeline::ModelRunner runner;  // -m FILE (runner.local) or a fixed node list (runner.cluster)
   std::unique_ptr<GuardedLayers> guard;
   std::unique_ptr<LocalClusterView> local_view;
   std::unique_ptr<StaticClusterView> static_view;
@@ -202,6 +202,14 @@ serving::SchedulerOptions scheduler_options(const ServeOptions& options, std::un
   so.speculation.mode = SpecMode::kDraft;
   so.draft_model = slot.get();
   return so;
+}
+
+ModelFrontOptions front_options_of(const ServeOptions& options) {
+  ModelFrontOptions fo;
+  fo.threads = options.threads;
+  fo.n_ctx = options.n_ctx;
+  fo.placement = options.placement;
+  return fo;
 }
 
 // llama_ftype names (general.file_type).
@@ -270,12 +278,10 @@ void ServedModel::init_common(const gguf::GgufFile& file, const ModelConfig& con
 std::unique_ptr<ServedModel> ServedModel::open_local(const std::string& path, const ServeOptions& options) {
   std::unique_ptr<ServedModel> s(new ServedModel());
   s->parts_ = std::make_unique<Parts>();
-  LocalModelOptions lo;
-  lo.placement = options.placement;
-  lo.threads = options.threads;
-  lo.n_ctx = options.n_ctx;
-  lo.max_sequences = options.scheduler.slots;
-  auto& model = s->parts_->local = std::make_unique<LocalModel>(path, lo);
+  pipeline::RunnerOptions ro;
+  ro.max_sequences = options.scheduler.slots;
+  s->parts_->runner = pipeline::open_runner(std::make_shared<ModelFront>(path, front_options_of(options)), nullptr, ro);
+  auto& model = s->parts_->runner.local;
   s->tokenizer_ = &model->tokenizer();
   s->init_common(*model->file(), model->config(), options, model->layers().n_ctx(),
                  std::filesystem::path(path).stem().string());
@@ -305,12 +311,15 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
   co.max_sequences = options.scheduler.slots;
   co.take_over = options.take_over;
   co.request_timeout = options.request_timeout;
+  ModelFrontOptions fo = front_options_of(options);
+  fo.placement = WeightPlacement::kResident;  // the head only: the layers are the workers'
+  auto front = std::make_shared<ModelFront>(config.model, fo);
   if (config.nodes_auto) {
-    // Workers register (engine-worker --join / --registry); see docs/REGISTRY.md. The head,
-    // tokenizer and runner are the DynamicCluster's: they outlive every re-plan.
+    // Workers register (engine-worker --join / --registry); see docs/REGISTRY.md. The front
+    // (head, tokenizer) and runner are the DynamicCluster's: they outlive every re-plan.
     registry::DynamicClusterOptions ro;
     ro.cluster = co;
-    auto& dyn = *(s->parts_->dynamic = std::make_unique<registry::DynamicCluster>(config, ro));
+    auto& dyn = *(s->parts_->dynamic = std::make_unique<registry::DynamicCluster>(config, ro, front));
     dyn.start();
     s->tokenizer_ = &dyn.tokenizer();
     s->init_common(*dyn.file(), dyn.model_config(), options, dyn.n_ctx(),
@@ -325,7 +334,11 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
     s->view_ = &dyn;
     return s;
   }
-  pipeline::Cluster* cluster = (s->parts_->cluster = std::make_unique<pipeline::Cluster>(config, co)).get();
+  pipeline::RunnerOptions ro;
+  ro.max_sequences = co.max_sequences;
+  ro.cluster = co;
+  s->parts_->runner = pipeline::open_runner(front, &config, ro);
+  pipeline::Cluster* cluster = s->parts_->runner.cluster.get();
   s->tokenizer_ = &cluster->tokenizer();
   s->init_common(*cluster->file(), cluster->config(), options, cluster->n_ctx(),
                  std::filesystem::path(config.model).stem().string());
@@ -363,14 +376,14 @@ std::vector<pipeline::StageStats> ServedModel::stage_stats() const {
 }
 
 std::optional<pipeline::ClusterMetrics> ServedModel::cluster_metrics() const {
-  if (parts_->cluster) return parts_->cluster->metrics();
+  if (parts_->runner.cluster) return parts_->runner.cluster->metrics();
   if (parts_->dynamic) return parts_->dynamic->metrics();
   return std::nullopt;
 }
 
 std::vector<StageAssignment> ServedModel::plan() const {
-  if (parts_->cluster) return parts_->cluster->plan();
-  if (parts_->dynamic) return parts_->dynamic->node_plan();
+  if (parts_->runner.cluster) return parts_->runner.cluster->plan();
+  if (parts_->dynamic) return parts_->dynamic->node_plan();  // the loaded chain's stages
   return {};
 }
 

@@ -1,7 +1,8 @@
 // The coordinator's side of `nodes: auto`: runs the registry (embedded control port, or an etcd
 // watch when cluster.registry is etcd://...), waits for workers to register, plans their layer
-// ranges (planner.h), and loads them through the pipeline's two-phase load (pipeline::Cluster
-// over an explicit ClusterConfig built from the plan). It is also the api::ClusterView of such a
+// ranges (planner.h), and loads them through the pipeline's two-phase load (a pipeline::Chain
+// built from the plan's stage assignments, on the one model front this object opened). It is
+// also the api::ClusterView of such a
 // cluster: every registered node with its status, and `ready` only while every planned node is
 // online.
 //
@@ -13,8 +14,8 @@
 // Change and failure: replan() loads a new plan over the usable online nodes through the same
 // two-phase load, where workers whose range (and model, n_ctx, slots) did not change re-adopt
 // it without reloading, so only the changed ranges load. recover() is the same after a failed
-// forward pass whose cause is a planned node going offline. The embeddings, output head and
-// tokenizer (head(), tokenizer()) and the runner (layers()) stay valid across re-plans, so a
+// forward pass whose cause is a planned node going offline. The model front (front(): file,
+// embeddings, output head, tokenizer) and the runner (layers()) stay valid across re-plans, so a
 // serving scheduler keeps them and only rebuilds its sequences' caches (engine/api/served_model).
 // Mixed topology (a node list with an `auto` entry): listed nodes with layers are pinned to them
 // (planned around, see plan_around; they need not join), listed nodes without layers are
@@ -22,6 +23,8 @@
 // Thread-safety: snapshot(), metrics(), node_plan(), replan_wanted(), lost_planned_node() from
 // any thread; start(), replan(), recover() and the runner from one thread at a time, with no
 // forward pass in flight for replan()/recover() (cluster() is replaced).
+// Files: dynamic_cluster.cpp (membership, waiting, loading), dynamic_replan.cpp (re-plan policy,
+// recovery), dynamic_cluster_view.cpp (snapshot()).
 #pragma once
 
 #include <atomic>
@@ -39,17 +42,19 @@
 #include "engine/cluster/cluster_config.h"
 #include "engine/cluster/planner.h"
 #include "engine/model/model_head.h"
+#include "engine/pipeline/chain.h"
 #include "engine/pipeline/cluster.h"
 #include "engine/registry/control_listener.h"
 #include "engine/registry/node_registry.h"
 #include "engine/runtime/layer_runner.h"
+#include "engine/runtime/model_front.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/thread_pool.h"
 
 namespace baton::registry {
 
 struct DynamicClusterOptions {
-  pipeline::ClusterOptions cluster;  // threads (for head()), n_ctx, slots (max_sequences) ...
+  pipeline::ClusterOptions cluster;  // threads (for the front), n_ctx, slots (max_sequences) ...
   PlannerOptions planner;
   // After min_nodes registered, wait until no new node joined for this long before planning.
   std::chrono::milliseconds settle{300};
@@ -58,8 +63,10 @@ struct DynamicClusterOptions {
 class DynamicCluster : public api::ClusterView {
  public:
   // Opens the registry (file, control port or etcd); does not wait or load yet. Throws
-  // baton::Error for a bad registry file, a busy control port or an unreachable etcd.
-  DynamicCluster(const ClusterConfig& config, DynamicClusterOptions options = {});
+  // baton::Error for a bad registry file, a busy control port or an unreachable etcd. `front`:
+  // config.model's front already open (its threads and n_ctx are used); nullptr: opens it.
+  DynamicCluster(const ClusterConfig& config, DynamicClusterOptions options = {},
+                 std::shared_ptr<ModelFront> front = nullptr);
   ~DynamicCluster() override;
 
   // Waits for registrations (cluster.min_nodes within cluster.join_timeout, or every node of
@@ -67,14 +74,15 @@ class DynamicCluster : public api::ClusterView {
   // nodes (which registered), not enough memory (how much), a failed load (which node, why).
   void start();
 
-  pipeline::Cluster& cluster();  // after start() (replaced by replan(); throws when not loaded)
+  pipeline::Chain& cluster();  // after start() (replaced by replan(); throws when not loaded)
 
   // The coordinator's part of the model, valid for the object's lifetime (not per pipeline).
-  ModelHead& head() { return *head_; }
-  const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
-  const std::shared_ptr<const gguf::GgufFile>& file() const { return file_; }
-  const ModelConfig& model_config() const { return model_config_; }
-  int64_t n_ctx() const { return n_ctx_; }
+  const std::shared_ptr<ModelFront>& front() const { return front_; }
+  ModelHead& head() { return front_->head(); }
+  const tokenizer::Tokenizer& tokenizer() const { return front_->tokenizer(); }
+  const std::shared_ptr<const gguf::GgufFile>& file() const { return front_->file(); }
+  const ModelConfig& model_config() const { return front_->config(); }
+  int64_t n_ctx() const { return front_->n_ctx(); }
   // The layers of whatever pipeline is loaded now, valid for the object's lifetime: forwards to
   // cluster().layers(); with none loaded it throws baton::Error saying why.
   LayerRunner& layers() { return runner_; }
@@ -124,7 +132,7 @@ class DynamicCluster : public api::ClusterView {
     explicit Runner(DynamicCluster& owner) : owner_(owner) {}
     void forward(const TokenBatch& batch, std::vector<float>& hidden, std::vector<float>& out_rows) override;
     void reset_sequence(uint64_t seq_id) override;
-    int64_t n_ctx() const override { return owner_.n_ctx_; }
+    int64_t n_ctx() const override { return owner_.front_->n_ctx(); }
     int max_in_flight() const override;
     void submit(const TokenBatch& batch, std::vector<float>& hidden) override;
     void finish(std::vector<float>& out_rows) override;
@@ -164,12 +172,7 @@ class DynamicCluster : public api::ClusterView {
   ModelFootprint footprint_;
   std::vector<PlannedStage> pinned_;     // mixed topology: listed nodes with layers
   std::vector<std::string> required_;   // mixed topology: listed nodes without layers (must join)
-  std::shared_ptr<const gguf::GgufFile> file_;
-  ModelConfig model_config_;
-  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
-  std::unique_ptr<kernels::ThreadPool> pool_;
-  std::unique_ptr<ModelHead> head_;
-  int64_t n_ctx_ = 0;
+  std::shared_ptr<ModelFront> front_;  // opened once: every chain of every re-plan uses it
   Runner runner_{*this};
   mutable std::mutex plan_mutex_;
   std::vector<PlannedStage> plan_;  // guarded by plan_mutex_
@@ -177,7 +180,7 @@ class DynamicCluster : public api::ClusterView {
   std::string replan_error_;       // guarded by plan_mutex_: why the last re-plan or load failed
   std::set<std::string> considered_;  // guarded by plan_mutex_: usable node ids at the last plan
   mutable std::mutex cluster_mutex_;  // guards the cluster_ pointer against metrics()/node_plan()
-  std::unique_ptr<pipeline::Cluster> cluster_;
+  std::unique_ptr<pipeline::Chain> cluster_;
   std::atomic<bool> loaded_{false};
   bool readopted_ = false;
   double serve_ms_ = 0;

@@ -1,24 +1,25 @@
 #include "engine/runtime/local_model.h"
 
-#include <thread>
-
 namespace baton {
 
-int default_thread_count() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
+ModelFrontOptions front_options(const LocalModelOptions& options) {
+  ModelFrontOptions fo;
+  fo.threads = options.threads;
+  fo.n_ctx = options.n_ctx;
+  fo.placement = options.placement;
+  return fo;
 }
 
 LocalModel::LocalModel(const std::string& path, const LocalModelOptions& options)
-    : file_(gguf::GgufFile::open(path)), config_(ModelConfig::from_metadata(file_->metadata())) {
-  tokenizer_ = tokenizer::Tokenizer::from_metadata(file_->metadata());
-  pool_ = std::make_unique<kernels::ThreadPool>(options.threads > 0 ? options.threads : default_thread_count());
-  head_ = std::make_unique<ModelHead>(file_, config_, *pool_, options.placement);
+    : LocalModel(std::make_shared<ModelFront>(path, front_options(options)), options) {}
+
+LocalModel::LocalModel(std::shared_ptr<ModelFront> front, const LocalModelOptions& options) : front_(std::move(front)) {
   StageOptions stage_options;
-  stage_options.n_ctx = options.n_ctx;
+  stage_options.n_ctx = front_->n_ctx();  // the front's (options.n_ctx when it opened the front)
   stage_options.max_sequences = options.max_sequences;
-  stage_options.placement = options.placement;
-  layers_ = std::make_unique<LocalLayers>(file_, config_, stage_options, *pool_, options.layer_ranges);
+  stage_options.placement = front_->placement();
+  layers_ = std::make_unique<LocalLayers>(front_->file(), front_->config(), stage_options, front_->pool(),
+                                          options.layer_ranges);
 }
 
 }  // namespace baton

@@ -1,6 +1,6 @@
-// Everything needed to run one model in this process: the mapped file, its config, tokenizer,
-// thread pool, output head and all layers. What engine-run, engine-bench and the single-node
-// server build from `-m FILE`.
+// Everything needed to run one model in this process: its front (file, config, tokenizer,
+// thread pool, output head; engine/runtime/model_front.h) and all layers. What engine-run,
+// engine-bench and the single-node server build from `-m FILE`.
 #pragma once
 
 #include <memory>
@@ -11,6 +11,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/model_head.h"
 #include "engine/runtime/local_layers.h"
+#include "engine/runtime/model_front.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gguf/gguf_file.h"
 #include "kernels/thread_pool.h"
@@ -25,27 +26,28 @@ struct LocalModelOptions {
   WeightPlacement placement = WeightPlacement::kResident;  // --mmap: kMapped (engine/model/weights.h)
 };
 
+// The front's options of a LocalModel's (threads, n_ctx, placement).
+ModelFrontOptions front_options(const LocalModelOptions& options);
+
 class LocalModel {
  public:
-  // Throws baton::Error naming what is wrong with the file.
+  // Opens its own front. Throws baton::Error naming what is wrong with the file.
   LocalModel(const std::string& path, const LocalModelOptions& options);
+  // Every layer of `front`'s model in this process (options' threads, n_ctx and placement are
+  // the front's).
+  LocalModel(std::shared_ptr<ModelFront> front, const LocalModelOptions& options);
 
-  const std::shared_ptr<const gguf::GgufFile>& file() const { return file_; }
-  const ModelConfig& config() const { return config_; }
-  const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
-  kernels::ThreadPool& pool() { return *pool_; }
-  ModelHead& head() { return *head_; }
+  const std::shared_ptr<const gguf::GgufFile>& file() const { return front_->file(); }
+  const ModelConfig& config() const { return front_->config(); }
+  const tokenizer::Tokenizer& tokenizer() const { return front_->tokenizer(); }
+  kernels::ThreadPool& pool() { return front_->pool(); }
+  ModelHead& head() { return front_->head(); }
   LocalLayers& layers() { return *layers_; }
+  const std::shared_ptr<ModelFront>& front() const { return front_; }
 
  private:
-  std::shared_ptr<const gguf::GgufFile> file_;
-  ModelConfig config_;
-  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
-  std::unique_ptr<kernels::ThreadPool> pool_;
-  std::unique_ptr<ModelHead> head_;
+  std::shared_ptr<ModelFront> front_;
   std::unique_ptr<LocalLayers> layers_;
 };
-
-int default_thread_count();
 
 }  // namespace baton

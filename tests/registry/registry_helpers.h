@@ -7,6 +7,7 @@
 
 #include "engine/model/model_head.h"
 #include "engine/cluster/planner.h"
+#include "engine/registry/dynamic_cluster.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/layer_runner.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -29,6 +30,17 @@ inline std::vector<int32_t> generate_tokens(LayerRunner& layers, ModelHead& head
   for (const auto& s : g.generate(1, tok.encode("Once upon a time", true, true), go).steps) out.push_back(s.token);
   return out;
 }
+
+// The loaded pipeline of a dynamic cluster with the model front it runs on: the chain's
+// runner, the front's head and tokenizer (a chain holds no model).
+struct LoadedPipeline {
+  LayerRunner& runner;
+  ModelFront& front;
+  LayerRunner& layers() { return runner; }
+  ModelHead& head() { return front.head(); }
+  const tokenizer::Tokenizer& tokenizer() const { return front.tokenizer(); }
+};
+inline LoadedPipeline loaded_pipeline(registry::DynamicCluster& dc) { return {dc.cluster().layers(), *dc.front()}; }
 
 // A planner that keeps no memory in reserve, so the tests' small figures fit exactly.
 inline PlannerOptions no_headroom() {

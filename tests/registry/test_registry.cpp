@@ -141,7 +141,7 @@ TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one proc
   CHECK(snap.nodes[1].last_heartbeat_seconds < 0.5);
   CHECK(state_of(dc, "w1") == NodeState::kOnline);
 
-  auto& c = dc.cluster();
+  auto c = baton::test::loaded_pipeline(dc);
   CHECK(generate_tokens(c.layers(), c.head(), c.tokenizer()) == local_tokens());
 
   // kill -9: offline well within the heartbeat timeout (the control connection drops), not ready.
@@ -196,7 +196,7 @@ TEST_CASE("registry: a restarted coordinator recovers its nodes from the file an
     DynamicCluster dc(auto_config(secret, file, 2, port), options());
     dc.start();
     first_ms = dc.serve_again_ms();
-    auto& c = dc.cluster();
+    auto c = baton::test::loaded_pipeline(dc);
     CHECK(generate_tokens(c.layers(), c.head(), c.tokenizer()) == want);
   }  // coordinator gone: workers keep their layers and retry the control port
 
@@ -211,7 +211,7 @@ TEST_CASE("registry: a restarted coordinator recovers its nodes from the file an
   fmt::print("registry restart: first load {:.0f} ms, serving again after restart {:.0f} ms (re-adopted)\n", first_ms,
              again.serve_again_ms());
   CHECK(again.serve_again_ms() < 5000);
-  auto& c = again.cluster();
+  auto c = baton::test::loaded_pipeline(again);
   CHECK(generate_tokens(c.layers(), c.head(), c.tokenizer()) == want);
   CHECK(again.snapshot().ready);
 }
@@ -254,7 +254,7 @@ TEST_CASE("registry: a node joining or leaving an idle cluster triggers a re-pla
   CHECK(dc.replan());
   CHECK(dc.plan().size() == 3);
   CHECK(dc.snapshot().ready);
-  auto& c3 = dc.cluster();
+  auto c3 = baton::test::loaded_pipeline(dc);
   CHECK(generate_tokens(c3.layers(), c3.head(), c3.tokenizer()) == want);
 
   // It leaves (SIGTERM): not ready until the re-plan over the two that remain.
@@ -266,7 +266,7 @@ TEST_CASE("registry: a node joining or leaving an idle cluster triggers a re-pla
   const auto after = dc.plan();
   CHECK(after.size() == 2);
   CHECK(dc.snapshot().ready);
-  auto& c2 = dc.cluster();
+  auto c2 = baton::test::loaded_pipeline(dc);
   CHECK(generate_tokens(c2.layers(), c2.head(), c2.tokenizer()) == want);
   // Ranges that stayed the same were not reloaded.
   for (const auto& p : after)

@@ -72,7 +72,7 @@ TEST_CASE("registry over etcd: workers announce, the coordinator plans and serve
   lo.threads = 1;
   lo.n_ctx = 128;
   baton::LocalModel local(model, lo);
-  auto& c = dc.cluster();
+  auto c = baton::test::loaded_pipeline(dc);
   CHECK(baton::test::generate_tokens(c.layers(), c.head(), c.tokenizer(), 8) ==
         baton::test::generate_tokens(local.layers(), local.head(), local.tokenizer(), 8));
 
@@ -151,6 +151,6 @@ TEST_CASE("registry over etcd: a worker restarted on a new port is planned at it
   REQUIRE(dc.plan().size() == 2);
   CHECK(dc.plan()[1].record.port == w2->port());
   CHECK(dc.snapshot().ready);
-  auto& c = dc.cluster();
+  auto c = baton::test::loaded_pipeline(dc);
   CHECK(baton::test::generate_tokens(c.layers(), c.head(), c.tokenizer(), 8) == want);
 }

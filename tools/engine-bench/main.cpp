@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -25,6 +26,7 @@
 #include "tools/logging.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/pipeline/cluster.h"
+#include "engine/pipeline/model_runner.h"
 #include "engine/model/row_hint.h"
 #include "gguf/shard.h"
 #include "engine/runtime/local_model.h"
@@ -276,29 +278,29 @@ int main(int argc, char** argv) {
       int max_tokens = std::max(*std::max_element(o.n_prompt.begin(), o.n_prompt.end()),
                                 *std::max_element(o.n_gen.begin(), o.n_gen.end()) + max_rows);
       lo.n_ctx = std::max(256, *std::max_element(o.n_depth.begin(), o.n_depth.end()) + max_tokens + 16);
-      std::unique_ptr<baton::LocalModel> local;
-      std::unique_ptr<baton::pipeline::Cluster> cluster;
+      // One front (file, tokenizer, head), then its layers here or on the workers of --config.
+      std::optional<baton::ClusterConfig> cc;
       if (!o.config.empty()) {
-        auto cc = baton::parse_cluster_config_file(o.config);
-        if (o.model.empty()) o.model = cc.model;
-        baton::pipeline::ClusterOptions co;
-        co.threads = threads;
-        co.n_ctx = lo.n_ctx;
-        co.take_over = o.take_over;
-        co.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_s * 1000));
-        cluster = std::make_unique<baton::pipeline::Cluster>(cc, co);
-      } else {
-        local = std::make_unique<baton::LocalModel>(o.model, lo);
+        cc = baton::parse_cluster_config_file(o.config);
+        if (o.model.empty()) o.model = cc->model;
       }
-      const auto& file = cluster ? *cluster->file() : *local->file();
-      const baton::ModelConfig& mconfig = cluster ? cluster->config() : local->config();
-      ModelView view{cluster ? cluster->head() : local->head(),
-                     cluster ? static_cast<baton::LayerRunner&>(cluster->layers()) : local->layers(), mconfig};
+      baton::ModelFrontOptions fo = baton::front_options(lo);
+      if (cc) fo.placement = baton::WeightPlacement::kResident;  // --mmap is for the local layers
+      auto front = std::make_shared<baton::ModelFront>(cc ? cc->model : o.model, fo);
+      baton::pipeline::RunnerOptions ro;
+      ro.cluster.take_over = o.take_over;
+      ro.cluster.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_s * 1000));
+      auto model = baton::pipeline::open_runner(front, cc ? &*cc : nullptr, ro);
+      baton::pipeline::Cluster* cluster = model.cluster.get();
+      baton::LocalModel* local = model.local.get();
+      const auto& file = *front->file();
+      const baton::ModelConfig& mconfig = front->config();
+      ModelView view{front->head(), model.runner(), mconfig};
       Bench bench(view);
       baton::PromptCut cut;
       cut.n_batch = static_cast<size_t>(o.n_batch);
       cut.prefill_chunk = static_cast<size_t>(o.prefill_chunk);
-      const int nth = cluster ? cluster->pool().n_threads() : local->pool().n_threads();
+      const int nth = front->pool().n_threads();
       const double size = static_cast<double>(file.total_file_bytes());
       // Layer weights: the local stages', or on a cluster every blk.* tensor of the coordinator's file.
       double weight_bytes = 0;

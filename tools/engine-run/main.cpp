@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -22,6 +23,7 @@
 #include "engine/cluster/cluster_config.h"
 #include "engine/model/load_progress_listener.h"
 #include "engine/pipeline/cluster.h"
+#include "engine/pipeline/model_runner.h"
 #include "engine/runtime/draft_model.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/local_model.h"
@@ -73,8 +75,6 @@ int run(const Options& o) {
     if (!in) baton::fail("cannot read prompt file {}", o.prompt_file);
     prompt.assign(std::istreambuf_iterator<char>(in), {});
   }
-  std::unique_ptr<baton::LocalModel> local;
-  std::unique_ptr<baton::pipeline::Cluster> cluster;
   std::string model_name = o.model;
   // On a terminal: a bar for the weights being placed and for the prompt (tools/terminal_progress.h).
   const bool bar = baton::tools::TerminalProgress::wanted();
@@ -85,34 +85,28 @@ int run(const Options& o) {
       progress.show("loading weights", total ? double(done) / double(total) : 1.0,
                     fmt::format("{:.0f}/{:.0f} MiB", done / kMiB, total / kMiB));
     });
+  std::optional<baton::ClusterConfig> cc;
   if (!o.config.empty()) {
-    auto cc = baton::parse_cluster_config_file(o.config);
-    model_name = cc.model;
-    baton::tools::warn_if_ctx_above_trained("engine-run", cc.model, o.n_ctx);
-    baton::pipeline::ClusterOptions co;
-    co.threads = o.threads;
-    co.n_ctx = o.n_ctx;
-    co.take_over = o.take_over;
-    co.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_s * 1000));
-    cluster = std::make_unique<baton::pipeline::Cluster>(cc, co);
-  } else {
-    baton::tools::warn_if_ctx_above_trained("engine-run", o.model, o.n_ctx);
-    baton::LocalModelOptions lo;
-    lo.threads = o.threads;
-    lo.n_ctx = o.n_ctx;
-    if (o.mmap) lo.placement = baton::WeightPlacement::kMapped;
-    {
-      // The split needs n_layer before the model is built; read it from the config first.
-      auto file = baton::gguf::GgufFile::open(o.model);
-      lo.layer_ranges = parse_split(o.split, baton::ModelConfig::from_metadata(file->metadata()).n_layer);
-    }
-    local = std::make_unique<baton::LocalModel>(o.model, lo);
+    cc = baton::parse_cluster_config_file(o.config);
+    model_name = cc->model;
   }
+  baton::tools::warn_if_ctx_above_trained("engine-run", model_name, o.n_ctx);
+  // One front (file, tokenizer, head), then its layers here or on the workers of --config.
+  baton::ModelFrontOptions fo;
+  fo.threads = o.threads;
+  fo.n_ctx = o.n_ctx;
+  if (o.mmap && !cc) fo.placement = baton::WeightPlacement::kMapped;
+  auto front = std::make_shared<baton::ModelFront>(model_name, fo);
+  baton::pipeline::RunnerOptions ro;
+  if (!cc) ro.layer_ranges = parse_split(o.split, front->config().n_layer);
+  ro.cluster.take_over = o.take_over;
+  ro.cluster.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_s * 1000));
+  auto model = baton::pipeline::open_runner(front, cc ? &*cc : nullptr, ro);
   progress.clear();
   baton::set_weight_progress_listener({});
-  const auto& tok = cluster ? cluster->tokenizer() : local->tokenizer();
-  baton::ModelHead& head = cluster ? cluster->head() : local->head();
-  baton::LayerRunner& layers = cluster ? static_cast<baton::LayerRunner&>(cluster->layers()) : local->layers();
+  const auto& tok = front->tokenizer();
+  baton::ModelHead& head = front->head();
+  baton::LayerRunner& layers = model.runner();
   const baton::SpecParams spec = o.spec.resolve();
   std::unique_ptr<baton::DraftModel> draft;
   if (!o.spec.model_draft.empty()) {
@@ -131,7 +125,7 @@ int run(const Options& o) {
     co.generate.sampling.seed = o.seed < 0 ? std::random_device{}() : static_cast<uint32_t>(o.seed);
     co.generate.speculation = spec;
     co.generate.draft_model = draft.get();
-    return baton::run_conversation(cluster ? *cluster->file() : *local->file(), tok, head, layers, co);
+    return baton::run_conversation(*front->file(), tok, head, layers, co);
   }
   std::vector<int32_t> prompt_tokens = tok.encode(prompt, !o.no_bos, o.special);
 

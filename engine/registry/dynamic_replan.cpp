@@ -1,0 +1,170 @@
+// DynamicCluster's re-plan policy: when the membership asks for a new plan, which plan, and
+// recovery after a failed pass (see dynamic_cluster.h).
+#include "engine/registry/dynamic_cluster.h"
+
+#include <spdlog/spdlog.h>
+
+#include <fmt/ranges.h>
+
+#include "engine/base/error.h"
+#include "engine/registry/planned_node_state.h"
+
+namespace baton::registry {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+bool DynamicCluster::untracked(const std::string& node_id) const {
+  return std::any_of(pinned_.begin(), pinned_.end(), [&](const PlannedStage& p) { return p.record.node_id == node_id; }) &&
+         !registry_->find(node_id);
+}
+
+std::vector<PlannedStage> DynamicCluster::pinned_with(const std::vector<NodeRecord>& records) const {
+  std::vector<PlannedStage> pins = pinned_;
+  for (auto& p : pins)
+    for (const auto& r : records)
+      if (r.node_id == p.record.node_id) p = planned_stage(r, p.stage.layers, p.bytes_needed);
+  return pins;
+}
+
+std::vector<PlannedStage> DynamicCluster::plan_over(const std::vector<NodeRecord>& records) const {
+  return plan_around(pinned_with(records), records, footprint_, options_.planner);
+}
+
+std::vector<NodeRecord> DynamicCluster::usable_records() const {
+  std::vector<NodeRecord> records;
+  for (const auto& e : registry_->entries())
+    if (usable_for_plan(e, footprint_.model_identity)) records.push_back(e.record);
+  return records;
+}
+
+void DynamicCluster::set_replan_error(const std::string& error) {
+  std::lock_guard lock(plan_mutex_);
+  replan_error_ = error;
+}
+
+bool DynamicCluster::lost_planned_node() const {
+  if (!loaded_) return true;
+  {
+    std::lock_guard lock(plan_mutex_);
+    if (!broken_.empty()) return true;
+  }
+  for (const auto& p : plan()) {
+    auto e = registry_->find(p.record.node_id);
+    if (!e && untracked(p.record.node_id)) continue;
+    if (!e || e->state == NodeState::kOffline || !moved_since_planned(p, *e).empty()) return true;
+  }
+  return false;
+}
+
+bool DynamicCluster::replan_wanted() const {
+  if (lost_planned_node()) return true;
+  return !newcomers(usable_records()).empty();
+}
+
+std::vector<std::string> DynamicCluster::newcomers(const std::vector<NodeRecord>& records) const {
+  std::lock_guard lock(plan_mutex_);
+  std::vector<std::string> out;
+  for (const auto& r : records)
+    if (!considered_.count(r.node_id) &&
+        std::none_of(plan_.begin(), plan_.end(), [&](const PlannedStage& p) { return p.record.node_id == r.node_id; }))
+      out.push_back(r.node_id);
+  return out;
+}
+
+bool DynamicCluster::replan() {
+  const auto current = plan();
+  const bool lost = lost_planned_node();
+  // What went wrong with the current pipeline, naming the nodes (for the error and the log).
+  std::vector<std::string> gone;
+  for (const auto& p : current) {
+    auto e = registry_->find(p.record.node_id);
+    if (!e && untracked(p.record.node_id)) continue;
+    if (!e || e->state == NodeState::kOffline)
+      gone.push_back(fmt::format("node {} (layers {}) is offline{}", p.record.node_id, to_string(p.stage.layers),
+                                 e && !e->reason.empty() ? " (" + e->reason + ")" : ""));
+    else if (const std::string moved = moved_since_planned(p, *e); !moved.empty())
+      gone.push_back(fmt::format("node {} (layers {}) {}", p.record.node_id, to_string(p.stage.layers), moved));
+  }
+  const auto records = usable_records();
+  const auto joined = newcomers(records);
+  if (!lost && joined.empty()) {  // nothing new: keep the plan (a spare a minimal re-plan left out stays out)
+    tell_servable("");
+    set_replan_error("");
+    return false;
+  }
+  std::vector<PlannedStage> next;
+  try {
+    // A loss moves as few layers as possible; a join (with nothing lost) re-balances.
+    next = lost && !current.empty() ? plan_keeping(current, pinned_with(records), records, footprint_, options_.planner)
+                                    : plan_over(records);
+    std::lock_guard lock(plan_mutex_);
+    considered_.clear();
+    for (const auto& r : records) considered_.insert(r.node_id);
+  } catch (const std::exception& e) {
+    const std::string why = fmt::format("re-planning over the {} usable online node(s) failed: {}", records.size(), e.what());
+    const std::string refusal = gone.empty() ? why : fmt::format("{}; {}", fmt::join(gone, "; "), why);
+    if (lost) tell_servable(refusal);  // before snapshot() shows replan_error_
+    std::string previous;
+    {
+      std::lock_guard lock(plan_mutex_);
+      previous = std::exchange(replan_error_, why);
+    }
+    if (previous != why) spdlog::error("registry event=re-plan-failed reason=\"{}\"", why);
+    fail("{}", refusal);
+  }
+  auto same = [&] {
+    if (next.size() != current.size()) return false;
+    for (size_t i = 0; i < next.size(); ++i)
+      if (next[i].record.node_id != current[i].record.node_id || next[i].stage.layers != current[i].stage.layers)
+        return false;
+    return true;
+  };
+  if (same() && !lost) {
+    tell_servable("");
+    set_replan_error("");
+    return false;
+  }
+  std::vector<std::string> kept;
+  for (const auto& n : next)
+    for (const auto& c : current)
+      if (n.record.node_id == c.record.node_id && n.stage.layers == c.stage.layers) kept.push_back(n.record.node_id);
+  spdlog::info("registry event=re-plan nodes={} kept={} reloaded={} reason=\"{}{} -> {} node(s){}; unchanged ranges "
+               "(re-adopted, no reload): {}\"",
+               next.size(), kept.size(), count_reloaded(current, next),
+               gone.empty() ? std::string() : fmt::format("{}; ", fmt::join(gone, "; ")), current.size(), next.size(),
+               joined.empty() ? std::string() : fmt::format(", joined: {}", fmt::join(joined, ", ")),
+               kept.empty() ? std::string("none") : fmt::format("{}", fmt::join(kept, ", ")));
+  loaded_ = false;
+  std::unique_ptr<pipeline::Chain> old;
+  {
+    std::lock_guard lock(cluster_mutex_);
+    old = std::move(cluster_);
+  }
+  old.reset();  // Goodbye on the old data connections; joined workers keep their layers
+  {
+    std::lock_guard lock(plan_mutex_);
+    plan_ = next;
+    broken_.clear();
+  }
+  load(next);
+  set_replan_error("");
+  return true;
+}
+
+bool DynamicCluster::recover(const std::string& error) {
+  // The registry usually knows at once (a killed worker's control connection drops with its
+  // data connection); a silent node takes the heartbeat timeout.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(config_.heartbeat_timeout_s * 1000)) + 1s;
+  uint64_t seen = registry_->version();
+  while (!lost_planned_node()) {
+    if (Clock::now() >= deadline) return false;
+    seen = registry_->wait_for_change(seen, 100ms);
+  }
+  spdlog::warn("registry event=re-plan reason=\"a forward pass failed ({}); re-planning over the nodes that remain\"",
+               error);
+  replan();
+  return true;
+}
+
+}  // namespace baton::registry
