@@ -1,6 +1,7 @@
 #include "engine/pipeline/cluster.h"
 
 #include "engine/base/error.h"
+#include "engine/cluster/planner.h"
 #include "engine/pipeline/wire.h"
 #include "net/auth.h"
 
