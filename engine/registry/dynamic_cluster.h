@@ -35,8 +35,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/api/cluster_view.h"
 #include "engine/cluster/cluster_config.h"
+#include "engine/cluster/cluster_view.h"
 #include "engine/model/model_head.h"
 #include "engine/pipeline/cluster.h"
 #include "engine/registry/control_listener.h"

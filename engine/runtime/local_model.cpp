@@ -1,13 +1,6 @@
 #include "engine/runtime/local_model.h"
 
-#include <thread>
-
 namespace baton {
-
-int default_thread_count() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
-}
 
 LocalModel::LocalModel(const std::string& path, const LocalModelOptions& options)
     : file_(gguf::GgufFile::open(path)), config_(ModelConfig::from_metadata(file_->metadata())) {

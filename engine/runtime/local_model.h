@@ -11,6 +11,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/model_head.h"
 #include "engine/runtime/local_layers.h"
+#include "engine/runtime/thread_count.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gguf/gguf_file.h"
 #include "kernels/thread_pool.h"
@@ -45,7 +46,5 @@ class LocalModel {
   std::unique_ptr<ModelHead> head_;
   std::unique_ptr<LocalLayers> layers_;
 };
-
-int default_thread_count();
 
 }  // namespace baton

@@ -6,8 +6,8 @@
 
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
+#include "engine/cluster/node_probe.h"
 #include "engine/registry/minimal_replan.h"
-#include "engine/registry/node_probe.h"
 #include "engine/registry/planner.h"
 #include "fixtures.h"
 #include "gguf/gguf_file.h"
