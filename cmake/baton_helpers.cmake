@@ -1,5 +1,6 @@
 # Every directory below tools/, bench/ and examples/ is one executable named after it, built
-# from the .cpp files it holds and linked against the whole engine.
+# from the .cpp files it holds and linked against the whole engine (baton_all), or against the
+# engine libraries listed in baton_links_<name> when the caller sets that variable first.
 function(baton_executables_in dir)
   file(GLOB children LIST_DIRECTORIES true RELATIVE "${dir}" "${dir}/*")
   foreach(child IN LISTS children)
@@ -9,7 +10,11 @@ function(baton_executables_in dir)
       list(FILTER sources EXCLUDE REGEX "/node_modules/")
       if(sources)
         add_executable(${child} ${sources})
-        target_link_libraries(${child} PRIVATE baton_all)
+        if(DEFINED baton_links_${child})
+          target_link_libraries(${child} PRIVATE ${baton_links_${child}})
+        else()
+          target_link_libraries(${child} PRIVATE baton_all)
+        endif()
         set_target_properties(${child} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bin")
       endif()
     endif()

@@ -9,6 +9,7 @@ packages=(
   libsystemd-dev systemd   # sd_notify readiness of the services; `systemd-analyze verify` of their units (tests/deploy)
   dpkg-dev                 # dpkg-shlibdeps: the .deb's dependencies (scripts/build-deb.sh)
   clang libclang-rt-14-dev
+  clang-format             # scripts/format.sh (.clang-format)
   etcd-server etcd-client  # the etcd registry tests start a real etcd on 127.0.0.1
   chromium                 # the web UI tests (tests/webui) drive it headless with puppeteer-core
 )

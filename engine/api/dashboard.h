@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/api/cluster_view.h"
+#include "engine/cluster/cluster_view.h"
 #include "engine/pipeline/cluster.h"
 #include "engine/serving/scheduler.h"
 

@@ -6,8 +6,8 @@
 #include <functional>
 #include <mutex>
 
-#include "engine/api/cluster_view.h"
 #include "engine/api/load_meter.h"
+#include "engine/cluster/cluster_view.h"
 #include "engine/serving/scheduler.h"
 
 namespace baton::api {

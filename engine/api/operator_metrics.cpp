@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "engine/registry/node_readings.h"
+#include "engine/cluster/node_readings.h"
 #include "net/messages.h"
 
 namespace baton::api {

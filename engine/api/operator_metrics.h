@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "engine/api/cluster_view.h"
 #include "engine/api/metrics.h"
+#include "engine/cluster/cluster_view.h"
 
 namespace baton::api {
 

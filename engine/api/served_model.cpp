@@ -16,6 +16,7 @@
 #include "engine/pipeline/model_runner.h"
 #include "engine/registry/dynamic_cluster.h"
 #include "engine/runtime/draft_model.h"
+#include "gguf/file_type.h"
 
 namespace baton::api {
 
@@ -212,18 +213,6 @@ ModelFrontOptions front_options_of(const ServeOptions& options) {
   return fo;
 }
 
-// llama_ftype names (general.file_type).
-std::string file_type_name(uint64_t ftype) {
-  static const std::map<uint64_t, const char*> names = {
-      {0, "F32"},     {1, "F16"},     {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},    {8, "Q5_0"},
-      {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"}, {12, "Q3_K_M"}, {13, "Q3_K_L"}, {14, "Q4_K_S"},
-      {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"}, {18, "Q6_K"},   {19, "IQ2_XXS"}, {20, "IQ2_XS"},
-      {21, "Q2_K_S"}, {22, "IQ3_XS"}, {23, "IQ3_XXS"}, {24, "IQ1_S"}, {25, "IQ4_NL"}, {26, "IQ3_S"},
-      {27, "IQ3_M"},  {28, "IQ2_S"},  {29, "IQ2_M"},  {30, "IQ4_XS"}, {31, "IQ1_M"},  {32, "BF16"}};
-  auto it = names.find(ftype);
-  return it == names.end() ? "" : it->second;
-}
-
 std::string upper(std::string_view s) {
   std::string out(s);
   for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -240,7 +229,8 @@ ModelInfo describe_model(const gguf::GgufFile& file, const ModelConfig& config, 
   struct stat st {};
   if (::stat(file.path().c_str(), &st) == 0) m.created = static_cast<int64_t>(st.st_mtime);
   m.size_bytes = file.total_file_bytes();
-  if (auto ft = file.metadata().find_uint("general.file_type")) m.quantization = file_type_name(*ft);
+  if (auto ft = file.metadata().find_uint("general.file_type"))
+    m.quantization = std::string(gguf::file_type_name(*ft));
   // Without (or with an unknown) file type: the type holding most of the bytes.
   std::map<GgmlType, uint64_t> bytes_by_type;
   for (const auto& t : file.tensors()) {

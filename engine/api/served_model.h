@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/api/cluster_view.h"
 #include "engine/chat/chat_template.h"
 #include "engine/cluster/cluster_config.h"
+#include "engine/cluster/cluster_view.h"
 #include "engine/pipeline/cluster.h"
 #include "engine/runtime/local_model.h"
 #include "engine/serving/scheduler.h"

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "engine/registry/node_readings.h"
+#include "engine/cluster/node_readings.h"
 
 namespace baton::api {
 

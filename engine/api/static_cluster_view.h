@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/api/cluster_view.h"
 #include "engine/api/guarded_layers.h"
 #include "engine/api/load_meter.h"
+#include "engine/cluster/cluster_view.h"
 #include "engine/pipeline/cluster.h"
 
 namespace baton::api {

@@ -15,7 +15,7 @@
 
 #include "engine/base/error.h"
 #include "engine/cluster/config_limits.h"
-#include "engine/registry/etcd_client.h"
+#include "engine/cluster/etcd_url.h"
 
 namespace baton {
 namespace {

@@ -11,6 +11,10 @@
 
 namespace baton {
 
+// The context length when none is asked for: the model's trained length, capped at this
+// (llama.cpp's default -c). The one place the default lives: effective_n_ctx() and the tools' help.
+inline constexpr int64_t kDefaultContextCap = 4096;
+
 enum class Arch { kLlama, kQwen2, kQwen3 };
 using kernels::RopeLayout;  // adjacent pairs (llama) | two halves (qwen)
 

@@ -48,7 +48,7 @@ void Stage::apply_row_hints(const TokenBatch& batch) {
 
 int64_t effective_n_ctx(const ModelConfig& config, int64_t requested) {
   if (requested > 0) return requested;
-  return std::min<int64_t>(config.n_ctx_train, 4096);
+  return std::min<int64_t>(config.n_ctx_train, kDefaultContextCap);
 }
 
 Stage::Stage(std::shared_ptr<const gguf::GgufFile> file, const ModelConfig& config, int64_t first, int64_t last,

@@ -104,7 +104,7 @@ class Stage {
   std::vector<float> up_;      // [n, n_ff]
 };
 
-// The context length a stage/engine uses: requested if > 0, else min(n_ctx_train, 4096).
+// The context length a stage/engine uses: requested if > 0, else min(n_ctx_train, kDefaultContextCap).
 int64_t effective_n_ctx(const ModelConfig& config, int64_t requested);
 
 }  // namespace baton

@@ -11,9 +11,12 @@
 
 #include "engine/base/error.h"
 #include "engine/model/load_progress_listener.h"
+#include "gguf/tensor_names.h"
 #include "kernels/type_ops.h"
 
 namespace baton {
+
+namespace tensor_names = gguf::tensor_names;
 namespace {
 
 std::string shape_str(const std::vector<uint64_t>& ne) { return fmt::format("[{}]", fmt::join(ne, ", ")); }
@@ -132,30 +135,30 @@ std::vector<LayerWeights> bind_layers(const gguf::GgufFile& file, const ModelCon
   std::vector<LayerWeights> layers;
   layers.reserve(static_cast<size_t>(last - first));
   for (int64_t il = first; il < last; ++il) {
-    auto name = [&](const char* suffix) { return fmt::format("blk.{}.{}", il, suffix); };
+    auto name = [&](std::string_view suffix) { return tensor_names::block_tensor_name(il, suffix); };
     LayerWeights w;
-    w.attn_norm = load_vector(file, name("attn_norm.weight"), c.n_embd);
-    w.wq = bind_matrix(file, name("attn_q.weight"), c.n_embd, c.q_dim());
-    w.wk = bind_matrix(file, name("attn_k.weight"), c.n_embd, c.kv_dim());
-    w.wv = bind_matrix(file, name("attn_v.weight"), c.n_embd, c.kv_dim());
-    w.wo = bind_matrix(file, name("attn_output.weight"), c.q_dim(), c.n_embd);
+    w.attn_norm = load_vector(file, name(tensor_names::kAttnNorm), c.n_embd);
+    w.wq = bind_matrix(file, name(tensor_names::kAttnQ), c.n_embd, c.q_dim());
+    w.wk = bind_matrix(file, name(tensor_names::kAttnK), c.n_embd, c.kv_dim());
+    w.wv = bind_matrix(file, name(tensor_names::kAttnV), c.n_embd, c.kv_dim());
+    w.wo = bind_matrix(file, name(tensor_names::kAttnOutput), c.q_dim(), c.n_embd);
     if (c.arch == Arch::kQwen2) {
-      w.bq = load_vector(file, name("attn_q.bias"), c.q_dim());
-      w.bk = load_vector(file, name("attn_k.bias"), c.kv_dim());
-      w.bv = load_vector(file, name("attn_v.bias"), c.kv_dim());
+      w.bq = load_vector(file, name(tensor_names::kAttnQBias), c.q_dim());
+      w.bk = load_vector(file, name(tensor_names::kAttnKBias), c.kv_dim());
+      w.bv = load_vector(file, name(tensor_names::kAttnVBias), c.kv_dim());
     } else {
-      w.bq = load_optional_vector(file, name("attn_q.bias"), c.q_dim());
-      w.bk = load_optional_vector(file, name("attn_k.bias"), c.kv_dim());
-      w.bv = load_optional_vector(file, name("attn_v.bias"), c.kv_dim());
+      w.bq = load_optional_vector(file, name(tensor_names::kAttnQBias), c.q_dim());
+      w.bk = load_optional_vector(file, name(tensor_names::kAttnKBias), c.kv_dim());
+      w.bv = load_optional_vector(file, name(tensor_names::kAttnVBias), c.kv_dim());
     }
     if (c.arch == Arch::kQwen3) {
-      w.q_norm = load_vector(file, name("attn_q_norm.weight"), c.head_dim);
-      w.k_norm = load_vector(file, name("attn_k_norm.weight"), c.head_dim);
+      w.q_norm = load_vector(file, name(tensor_names::kAttnQNorm), c.head_dim);
+      w.k_norm = load_vector(file, name(tensor_names::kAttnKNorm), c.head_dim);
     }
-    w.ffn_norm = load_vector(file, name("ffn_norm.weight"), c.n_embd);
-    w.w_gate = bind_matrix(file, name("ffn_gate.weight"), c.n_embd, c.n_ff);
-    w.w_up = bind_matrix(file, name("ffn_up.weight"), c.n_embd, c.n_ff);
-    w.w_down = bind_matrix(file, name("ffn_down.weight"), c.n_ff, c.n_embd);
+    w.ffn_norm = load_vector(file, name(tensor_names::kFfnNorm), c.n_embd);
+    w.w_gate = bind_matrix(file, name(tensor_names::kFfnGate), c.n_embd, c.n_ff);
+    w.w_up = bind_matrix(file, name(tensor_names::kFfnUp), c.n_embd, c.n_ff);
+    w.w_down = bind_matrix(file, name(tensor_names::kFfnDown), c.n_ff, c.n_embd);
     layers.push_back(std::move(w));
   }
   if (placement == WeightPlacement::kResident) {
@@ -174,21 +177,21 @@ std::vector<LayerWeights> bind_layers(const gguf::GgufFile& file, const ModelCon
 }
 
 std::vector<float> load_rope_freqs(const gguf::GgufFile& file, const ModelConfig& c) {
-  return load_optional_vector(file, "rope_freqs.weight", c.n_rot / 2);
+  return load_optional_vector(file, std::string(tensor_names::kRopeFreqs), c.n_rot / 2);
 }
 
 HeadWeights bind_head(const gguf::GgufFile& file, const ModelConfig& c, WeightPlacement placement) {
   HeadWeights h;
-  const gguf::TensorInfo& embd = file.require_tensor("token_embd.weight");
+  const gguf::TensorInfo& embd = file.require_tensor(tensor_names::kTokenEmbd);
   if (embd.ne.size() != 2 || static_cast<int64_t>(embd.ne[0]) != c.n_embd)
     fail("tensor token_embd.weight has shape {}, expected [{}, n_vocab]", shape_str(embd.ne), c.n_embd);
   int64_t n_vocab = static_cast<int64_t>(embd.ne[1]);
   if (c.n_vocab != 0 && c.n_vocab != n_vocab)
     fail("tensor token_embd.weight has {} rows but the tokenizer has {} tokens", n_vocab, c.n_vocab);
-  h.token_embd = bind_matrix(file, "token_embd.weight", c.n_embd, n_vocab);
-  h.output_norm = load_vector(file, "output_norm.weight", c.n_embd);
-  const bool tied = !file.find_tensor("output.weight");
-  h.output = tied ? h.token_embd : bind_matrix(file, "output.weight", c.n_embd, n_vocab);
+  h.token_embd = bind_matrix(file, std::string(tensor_names::kTokenEmbd), c.n_embd, n_vocab);
+  h.output_norm = load_vector(file, std::string(tensor_names::kOutputNorm), c.n_embd);
+  const bool tied = !file.find_tensor(tensor_names::kOutput);
+  h.output = tied ? h.token_embd : bind_matrix(file, std::string(tensor_names::kOutput), c.n_embd, n_vocab);
   if (!tied && placement == WeightPlacement::kResident) {
     auto arena = std::make_shared<WeightArena>(WeightArena::padded(matrix_bytes(h.output)));
     place_matrices(file, {&h.output}, *arena);

@@ -7,14 +7,16 @@
 
 #include "engine/base/error.h"
 #include "engine/cluster/stage_assignment.h"
+#include "engine/cluster/node_probe.h"
+#include "engine/cluster/node_readings.h"
 #include "engine/model/model_config.h"
 #include "engine/pipeline/wire.h"
-#include "engine/registry/node_readings.h"
-#include "engine/registry/node_probe.h"
 #include "engine/runtime/layer_runner.h"
-#include "engine/runtime/local_model.h"
+#include "engine/runtime/thread_count.h"
+#include "gguf/gguf_file.h"
 #include "gguf/model_identity.h"
 #include "gguf/shard.h"
+#include "kernels/thread_pool.h"
 
 namespace baton::pipeline {
 

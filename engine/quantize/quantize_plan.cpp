@@ -9,29 +9,33 @@
 #include <charconv>
 
 #include "engine/base/error.h"
+#include "gguf/file_type.h"
+#include "gguf/tensor_names.h"
 
 namespace baton::quantize {
 namespace {
 
-struct FileTypeName {
+namespace tensor_names = gguf::tensor_names;
+
+// The file types quantized here and their default tensor type; their names are gguf/file_type.h's.
+struct SupportedFileType {
   FileType ftype;
-  std::string_view name;
   GgmlType base;
 };
-constexpr std::array<FileTypeName, 10> kFileTypes{{
-    {FileType::kQ4_0, "Q4_0", GgmlType::kQ4_0},
-    {FileType::kQ4_1, "Q4_1", GgmlType::kQ4_1},
-    {FileType::kQ5_0, "Q5_0", GgmlType::kQ5_0},
-    {FileType::kQ5_1, "Q5_1", GgmlType::kQ5_1},
-    {FileType::kQ8_0, "Q8_0", GgmlType::kQ8_0},
-    {FileType::kQ2_K, "Q2_K", GgmlType::kQ2_K},
-    {FileType::kQ3_K_M, "Q3_K_M", GgmlType::kQ3_K},
-    {FileType::kQ4_K_M, "Q4_K_M", GgmlType::kQ4_K},
-    {FileType::kQ5_K_M, "Q5_K_M", GgmlType::kQ5_K},
-    {FileType::kQ6_K, "Q6_K", GgmlType::kQ6_K},
+constexpr std::array<SupportedFileType, 10> kFileTypes{{
+    {FileType::kQ4_0, GgmlType::kQ4_0},
+    {FileType::kQ4_1, GgmlType::kQ4_1},
+    {FileType::kQ5_0, GgmlType::kQ5_0},
+    {FileType::kQ5_1, GgmlType::kQ5_1},
+    {FileType::kQ8_0, GgmlType::kQ8_0},
+    {FileType::kQ2_K, GgmlType::kQ2_K},
+    {FileType::kQ3_K_M, GgmlType::kQ3_K},
+    {FileType::kQ4_K_M, GgmlType::kQ4_K},
+    {FileType::kQ5_K_M, GgmlType::kQ5_K},
+    {FileType::kQ6_K, GgmlType::kQ6_K},
 }};
 
-const FileTypeName& entry(FileType ftype) {
+const SupportedFileType& entry(FileType ftype) {
   for (const auto& e : kFileTypes)
     if (e.ftype == ftype) return e;
   fail<Error>("unknown quantization file type id {}", static_cast<uint32_t>(ftype));
@@ -74,10 +78,10 @@ GgmlType choose(const gguf::TensorInfo& t, FileType ftype, Counters& c, uint32_t
   GgmlType type = base_type(ftype);
   const std::string_view name = t.name;
   const bool is_k_mix = ftype == FileType::kQ4_K_M || ftype == FileType::kQ5_K_M;
-  if (name == "output.weight" || (!has_output && name == "token_embd.weight")) {
+  if (name == tensor_names::kOutput || (!has_output && name == tensor_names::kTokenEmbd)) {
     if (t.row_length() % 256 != 0) type = GgmlType::kQ8_0;
     else if (type != GgmlType::kQ8_0) type = GgmlType::kQ6_K;
-  } else if (contains(name, "attn_v.weight")) {
+  } else if (contains(name, tensor_names::kAttnV)) {
     if (ftype == FileType::kQ2_K) type = n_gqa >= 4 ? GgmlType::kQ4_K : GgmlType::kQ3_K;
     else if (ftype == FileType::kQ3_K_M) type = c.i_attn_v < 2 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
     else if (is_k_mix && use_more_bits(c.i_attn_v, c.n_attn_v)) type = GgmlType::kQ6_K;
@@ -88,10 +92,10 @@ GgmlType choose(const gguf::TensorInfo& t, FileType ftype, Counters& c, uint32_t
     else if (ftype == FileType::kQ3_K_M) type = i < n / 16 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
     else if (is_k_mix && use_more_bits(i, n)) type = GgmlType::kQ6_K;
     ++c.i_ffn_down;
-  } else if (contains(name, "attn_output.weight")) {
+  } else if (contains(name, tensor_names::kAttnOutput)) {
     if (ftype == FileType::kQ2_K) type = GgmlType::kQ3_K;
     else if (ftype == FileType::kQ3_K_M) type = GgmlType::kQ4_K;
-  } else if (contains(name, "attn_qkv.weight")) {
+  } else if (contains(name, tensor_names::kAttnQkv)) {
     if (ftype == FileType::kQ3_K_M) type = GgmlType::kQ4_K;
     else if (ftype == FileType::kQ4_K_M) type = GgmlType::kQ5_K;
     else if (ftype == FileType::kQ5_K_M) type = GgmlType::kQ6_K;
@@ -120,17 +124,19 @@ std::optional<FileType> parse_file_type(std::string_view name) {
   std::string upper(name);
   for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   for (const auto& e : kFileTypes)
-    if (e.name == upper) return e.ftype;
+    if (file_type_name(e.ftype) == upper) return e.ftype;
   return std::nullopt;
 }
 
-std::string_view file_type_name(FileType ftype) { return entry(ftype).name; }
+std::string_view file_type_name(FileType ftype) {
+  return gguf::file_type_name(static_cast<uint32_t>(entry(ftype).ftype));
+}
 
 std::string supported_file_type_names() {
   std::string out;
   for (const auto& e : kFileTypes) {
     if (!out.empty()) out += ", ";
-    out += e.name;
+    out += file_type_name(e.ftype);
   }
   return out;
 }
@@ -142,9 +148,9 @@ std::vector<TensorPlan> plan_tensor_types(const gguf::GgufFile& file, FileType f
   Counters c;
   bool has_output = false;
   for (const auto& t : tensors) {
-    if (contains(t.name, "attn_v.weight")) ++c.n_attn_v;
+    if (contains(t.name, tensor_names::kAttnV)) ++c.n_attn_v;
     if (contains(t.name, "ffn_down")) ++c.n_ffn_down;
-    if (t.name == "output.weight") has_output = true;
+    if (t.name == tensor_names::kOutput) has_output = true;
   }
   uint32_t n_gqa = 1;
   if (auto arch = file.metadata().find_string("general.architecture")) {

@@ -38,9 +38,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/api/cluster_view.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/cluster/planner.h"
+#include "engine/cluster/cluster_view.h"
 #include "engine/model/model_head.h"
 #include "engine/pipeline/chain.h"
 #include "engine/pipeline/cluster.h"

@@ -13,18 +13,9 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/cluster/etcd_url.h"
+
 namespace baton::registry {
-
-// etcd://HOST:PORT[/PREFIX]: where etcd listens and under which key prefix this cluster lives.
-struct EtcdUrl {
-  std::string host;     // a host name, an IPv4 address or an IPv6 address (written [::1] in the URL)
-  uint16_t port = 0;    // 1..65535
-  std::string prefix;   // "/baton" when the URL has none; always starts with '/', never ends with '/'
-};
-
-// Parses etcd://HOST:PORT[/PREFIX]. Throws baton::Error naming the URL and what is wrong
-// (scheme, host, port, prefix). The prefix is made of path segments of [A-Za-z0-9._-].
-EtcdUrl parse_etcd_url(std::string_view url);
 
 // The smallest key greater than every key that starts with `prefix` (etcd's "prefix" range end).
 std::string etcd_prefix_end(std::string_view prefix);

@@ -12,6 +12,7 @@
 #include "engine/model/model_head.h"
 #include "engine/runtime/local_layers.h"
 #include "engine/runtime/model_front.h"
+#include "engine/runtime/thread_count.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gguf/gguf_file.h"
 #include "kernels/thread_pool.h"

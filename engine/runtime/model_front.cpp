@@ -1,16 +1,9 @@
 #include "engine/runtime/model_front.h"
 
-#include <thread>
-
 #include "engine/model/stage.h"
 #include "gguf/model_identity.h"
 
 namespace baton {
-
-int default_thread_count() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
-}
 
 ModelFront::ModelFront(const std::string& path, const ModelFrontOptions& options)
     : path_(path),

@@ -13,6 +13,7 @@
 
 #include "engine/model/model_config.h"
 #include "engine/model/model_head.h"
+#include "engine/runtime/thread_count.h"
 #include "engine/model/weights.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gguf/gguf_file.h"
@@ -56,7 +57,5 @@ class ModelFront {
   int64_t n_ctx_ = 0;
   WeightPlacement placement_ = WeightPlacement::kResident;
 };
-
-int default_thread_count();
 
 }  // namespace baton

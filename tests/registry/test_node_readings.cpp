@@ -1,4 +1,4 @@
-// The machine readings a worker reports (engine/registry/node_readings.h), read from fake /sys and
+// The machine readings a worker reports (engine/cluster/node_readings.h), read from fake /sys and
 // /proc trees (this VM has no temperature sensor), and their trip through the wire's NodeStatus
 // and the registry's JSON record.
 #include <catch2/catch.hpp>
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <map>
 
-#include "engine/registry/node_readings.h"
+#include "engine/cluster/node_readings.h"
 #include "engine/registry/node_record_json.h"
 #include "fixtures.h"
 #include "net/codec.h"

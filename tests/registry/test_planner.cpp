@@ -7,7 +7,7 @@
 #include "engine/base/error.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/cluster/planner.h"
-#include "engine/registry/node_probe.h"
+#include "engine/cluster/node_probe.h"
 #include "fixtures.h"
 #include "gguf/gguf_file.h"
 #include "gguf/model_identity.h"

@@ -28,6 +28,7 @@
 #include "engine/pipeline/cluster.h"
 #include "engine/pipeline/model_runner.h"
 #include "engine/model/row_hint.h"
+#include "gguf/file_type.h"
 #include "gguf/shard.h"
 #include "engine/runtime/local_model.h"
 #include "engine/runtime/prompt_runner.h"
@@ -153,12 +154,8 @@ std::string human_size(double bytes) {
 std::string model_type(const baton::gguf::GgufFile& file, const baton::ModelConfig& config) {
   const auto& md = file.metadata();
   std::string ftype = "?";
-  if (auto ft = md.find_uint("general.file_type")) {
-    static const char* names[] = {"F32", "F16", "Q4_0", "Q4_1", "?", "?", "?", "Q8_0", "Q5_0", "Q5_1", "Q2_K",
-                                  "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K"};
-    if (*ft < std::size(names)) ftype = names[*ft];
-    if (*ft == 32) ftype = "BF16";
-  }
+  if (auto ft = md.find_uint("general.file_type"))
+    if (auto name = baton::gguf::file_type_name(*ft); !name.empty()) ftype = name;
   return fmt::format("{} {}L {}", config.arch_name, config.n_layer, ftype);
 }
 

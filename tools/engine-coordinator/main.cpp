@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
   bool no_cache_prompt = false;
   app.add_flag("--no-cache-prompt", no_cache_prompt,
                "do not keep finished requests' KV for prompts that share their prefix (default: kept in idle slots)");
-  app.add_option("-c,--ctx,--ctx-size", so.n_ctx, "context length (default: the model's, at most 4096)");
+  app.add_option("-c,--ctx,--ctx-size", so.n_ctx,
+                 fmt::format("context length (default: the model's, at most {})", baton::kDefaultContextCap));
   app.add_option("-t,--threads", so.threads, "compute threads (default: all cores)");
   bool mmap = false;
   app.add_flag("--mmap", mmap, "with --model: keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");

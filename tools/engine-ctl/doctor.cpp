@@ -16,13 +16,13 @@
 #include "commands.h"
 #include "engine/cluster/cluster_config.h"
 #include "engine/cluster/planner.h"
-#include "engine/registry/node_probe.h"
+#include "engine/cluster/node_probe.h"
 #include "engine/pipeline/connect_failure.h"
 #include "gguf/gguf_file.h"
 #include "gguf/model_identity.h"
+#include "net/auth.h"
 #include "net/inbox.h"
 #include "net/node.h"
-#include "net/auth.h"
 
 namespace baton::ctl {
 

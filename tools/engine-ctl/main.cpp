@@ -11,6 +11,7 @@
 #include "tools/common_cli.h"
 #include "tools/logging.h"
 #include "commands.h"
+#include "engine/model/model_config.h"
 
 int main(int argc, char** argv) {
   // Quiet by default: engine-ctl prints its findings itself; --log-level shows what it does.
@@ -25,7 +26,8 @@ int main(int argc, char** argv) {
   baton::ctl::DoctorArgs doctor;
   auto* dr = app.add_subcommand("doctor", "check a cluster YAML before starting it");
   dr->add_option("config", doctor.config, "cluster YAML")->required();
-  dr->add_option("-c,--ctx,--ctx-size", doctor.n_ctx, "context length (default: the model's, at most 4096)");
+  dr->add_option("-c,--ctx,--ctx-size", doctor.n_ctx,
+                  fmt::format("context length (default: the model's, at most {})", baton::kDefaultContextCap));
   dr->add_option("--slots,--parallel", doctor.slots, "KV cache slots per worker (also -np)")->capture_default_str();
   dr->add_option("--timeout", doctor.timeout_s, "seconds per port probe")->capture_default_str();
   baton::ctl::InventoryArgs inventory;
@@ -39,7 +41,9 @@ int main(int argc, char** argv) {
   inv->add_option("--master", inventory.master, "cluster.master HOST:PORT (the HTTP API)")->capture_default_str();
   inv->add_option("--port", inventory.port, "workers' port for rows without a port column")->capture_default_str();
   inv->add_option("-o,--output", inventory.output, "write here instead of stdout");
-  inv->add_option("-c,--ctx,--ctx-size", inventory.n_ctx, "context length for the memory check (default: the model's, at most 4096)");
+  inv->add_option("-c,--ctx,--ctx-size", inventory.n_ctx,
+                  fmt::format("context length for the memory check (default: the model's, at most {})",
+                              baton::kDefaultContextCap));
   inv->add_option("--slots,--parallel", inventory.slots, "KV cache slots for the memory check")->capture_default_str();
   baton::LogSettings log;
   baton::tools::add_log_options(app, log);

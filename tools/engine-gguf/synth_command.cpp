@@ -12,6 +12,7 @@
 #include "engine/base/fp16.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
+#include "gguf/tensor_names.h"
 
 namespace {
 
@@ -161,30 +162,30 @@ int run_synth(CLI::App& app, const baton::tools::ParseCommandLine& parse) {
   TensorStore store(writer, o.type == "f16" ? GgmlType::kF16 : GgmlType::kF32, noise);
   const int64_t q_dim = o.n_head * o.head_dim, kv_dim = o.n_head_kv * o.head_dim;
   auto inv_sqrt = [](int64_t k) { return 1.0f / std::sqrt(static_cast<float>(k)); };
-  store.matrix("token_embd.weight", o.n_embd, n_vocab, 1.0f);
+  store.matrix(std::string(tensor_names::kTokenEmbd), o.n_embd, n_vocab, 1.0f);
   for (int64_t il = 0; il < o.n_layer; ++il) {
-    auto name = [&](const char* s) { return fmt::format("blk.{}.{}", il, s); };
-    store.vector(name("attn_norm.weight"), o.n_embd, 0.1f, 1.0f);
-    store.matrix(name("attn_q.weight"), o.n_embd, q_dim, inv_sqrt(o.n_embd));
-    store.matrix(name("attn_k.weight"), o.n_embd, kv_dim, inv_sqrt(o.n_embd));
-    store.matrix(name("attn_v.weight"), o.n_embd, kv_dim, inv_sqrt(o.n_embd));
+    auto name = [&](std::string_view suffix) { return tensor_names::block_tensor_name(il, suffix); };
+    store.vector(name(tensor_names::kAttnNorm), o.n_embd, 0.1f, 1.0f);
+    store.matrix(name(tensor_names::kAttnQ), o.n_embd, q_dim, inv_sqrt(o.n_embd));
+    store.matrix(name(tensor_names::kAttnK), o.n_embd, kv_dim, inv_sqrt(o.n_embd));
+    store.matrix(name(tensor_names::kAttnV), o.n_embd, kv_dim, inv_sqrt(o.n_embd));
     if (o.arch == "qwen2") {
-      store.vector(name("attn_q.bias"), q_dim, 0.1f, 0.0f);
-      store.vector(name("attn_k.bias"), kv_dim, 0.1f, 0.0f);
-      store.vector(name("attn_v.bias"), kv_dim, 0.1f, 0.0f);
+      store.vector(name(tensor_names::kAttnQBias), q_dim, 0.1f, 0.0f);
+      store.vector(name(tensor_names::kAttnKBias), kv_dim, 0.1f, 0.0f);
+      store.vector(name(tensor_names::kAttnVBias), kv_dim, 0.1f, 0.0f);
     }
     if (o.arch == "qwen3") {
-      store.vector(name("attn_q_norm.weight"), o.head_dim, 0.1f, 1.0f);
-      store.vector(name("attn_k_norm.weight"), o.head_dim, 0.1f, 1.0f);
+      store.vector(name(tensor_names::kAttnQNorm), o.head_dim, 0.1f, 1.0f);
+      store.vector(name(tensor_names::kAttnKNorm), o.head_dim, 0.1f, 1.0f);
     }
-    store.matrix(name("attn_output.weight"), q_dim, o.n_embd, inv_sqrt(q_dim) * 0.5f);
-    store.vector(name("ffn_norm.weight"), o.n_embd, 0.1f, 1.0f);
-    store.matrix(name("ffn_gate.weight"), o.n_embd, o.n_ff, inv_sqrt(o.n_embd));
-    store.matrix(name("ffn_up.weight"), o.n_embd, o.n_ff, inv_sqrt(o.n_embd));
-    store.matrix(name("ffn_down.weight"), o.n_ff, o.n_embd, inv_sqrt(o.n_ff) * 0.5f);
+    store.matrix(name(tensor_names::kAttnOutput), q_dim, o.n_embd, inv_sqrt(q_dim) * 0.5f);
+    store.vector(name(tensor_names::kFfnNorm), o.n_embd, 0.1f, 1.0f);
+    store.matrix(name(tensor_names::kFfnGate), o.n_embd, o.n_ff, inv_sqrt(o.n_embd));
+    store.matrix(name(tensor_names::kFfnUp), o.n_embd, o.n_ff, inv_sqrt(o.n_embd));
+    store.matrix(name(tensor_names::kFfnDown), o.n_ff, o.n_embd, inv_sqrt(o.n_ff) * 0.5f);
   }
-  store.vector("output_norm.weight", o.n_embd, 0.1f, 1.0f);
-  store.matrix("output.weight", o.n_embd, n_vocab, inv_sqrt(o.n_embd) * 4.0f);
+  store.vector(std::string(tensor_names::kOutputNorm), o.n_embd, 0.1f, 1.0f);
+  store.matrix(std::string(tensor_names::kOutput), o.n_embd, n_vocab, inv_sqrt(o.n_embd) * 4.0f);
   writer.write(o.output);
   fmt::print("wrote {}: {} {} layers, n_embd {}, n_vocab {}, {}\n", o.output, o.arch, o.n_layer, o.n_embd, n_vocab,
              o.type);

@@ -230,7 +230,8 @@ int main(int argc, char** argv) {
   app.add_option("-f,--file", o.prompt_file, "read the prompt from a file")->excludes(p);
   app.add_option("-n,--n-predict", o.n_predict, "tokens to generate (-1: until end of generation)");
   app.add_option("-t,--threads", o.threads, "compute threads (default: all cores)");
-  app.add_option("-c,--ctx,--ctx-size", o.n_ctx, "context length (default: the model's, at most 4096)");
+  app.add_option("-c,--ctx,--ctx-size", o.n_ctx,
+                 fmt::format("context length (default: the model's, at most {})", baton::kDefaultContextCap));
   app.add_option("--temp", o.sampling.temperature, "temperature (0 = greedy)");
   app.add_option("--top-k", o.sampling.top_k, "top-k (0 = off)");
   app.add_option("--top-p", o.sampling.top_p, "top-p (1 = off)");

@@ -28,17 +28,17 @@
 #include <tuple>
 
 #include "advertise.h"
-#include "tools/common_cli.h"
-#include "tools/systemd_notify.h"
-#include "tools/logging.h"
 #include "engine/base/error.h"
+#include "engine/cluster/node_probe.h"
+#include "engine/cluster/node_readings.h"
 #include "engine/pipeline/worker.h"
 #include "engine/registry/etcd_registry.h"
 #include "engine/registry/join_client.h"
-#include "engine/registry/node_probe.h"
-#include "engine/registry/node_readings.h"
 #include "gguf/gguf_file.h"
 #include "net/auth.h"
+#include "tools/common_cli.h"
+#include "tools/logging.h"
+#include "tools/systemd_notify.h"
 
 int main(int argc, char** argv) {
   baton::tools::log_to_stderr("engine-worker");

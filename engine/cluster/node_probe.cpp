@@ -1,4 +1,4 @@
-#include "engine/registry/node_probe.h"
+#include "engine/cluster/node_probe.h"
 
 #include <algorithm>
 #include <ctime>

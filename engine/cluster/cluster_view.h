@@ -23,7 +23,7 @@ struct NodeView {
   uint64_t memory_total_bytes = 0;
   uint64_t memory_used_bytes = 0;      // weights + KV cache it reported
   double compute_ms_per_token = 0;     // cumulative stage compute / tokens (0 when unknown)
-  // The machine's readings by name (engine/registry/node_readings.h: cpu_temperature_celsius,
+  // The machine's readings by name (engine/cluster/node_readings.h: cpu_temperature_celsius,
   // network_receive_bytes, ...) from its last heartbeat or Stats reply; absent = unknown.
   std::map<std::string, double> readings{};
 };

@@ -1,4 +1,4 @@
-#include "engine/registry/node_readings.h"
+#include "engine/cluster/node_readings.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "engine/base/error.h"
-#include "engine/registry/node_probe.h"
+#include "engine/cluster/node_probe.h"
 
 namespace baton::registry {
 

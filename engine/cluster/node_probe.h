@@ -9,10 +9,13 @@
 #include <mutex>
 #include <string>
 
-#include "engine/registry/registry_backend.h"
 #include "gguf/gguf_file.h"
+#include "net/messages.h"
 
 namespace baton::registry {
+
+// A node's record is the wire's NodeStatus (the same alias as registry_backend.h, which sits a floor above).
+using NodeRecord = net::NodeStatus;
 
 struct MemoryInfo {
   uint64_t total = 0;      // MemTotal
