@@ -60,7 +60,7 @@ class Encoder {
       options = fbb_.CreateVector(kvs);
     }
     auto o = w::CreatePrepare(fbb_, m.load_id, identity, path, m.layer_first, m.layer_last, hop,
-                              static_cast<w::DType>(m.activation_dtype), options);
+                              static_cast<w::DType>(m.activation_dtype), options, m.n_ctx, m.max_sequences);
     return {w::Message_Prepare, o.Union()};
   }
   Out operator()(const Ready& m) {
@@ -80,12 +80,16 @@ class Encoder {
     auto tokens = token_vector(m.tokens);
     auto hidden = tensor(m.hidden);
     auto hints = m.row_hints.empty() ? 0 : fbb_.CreateVector(m.row_hints);
-    return {w::Message_Forward, w::CreateForward(fbb_, m.micro_batch_id, tokens, hidden, hints).Union()};
+    auto timings = timing_vector(m.timings);
+    return {w::Message_Forward,
+            w::CreateForward(fbb_, m.micro_batch_id, tokens, hidden, hints, m.sent_ns, timings).Union()};
   }
   Out operator()(const Hidden& m) {
     auto tokens = token_vector(m.tokens);
     auto hidden = tensor(m.hidden);
-    return {w::Message_Hidden, w::CreateHidden(fbb_, m.micro_batch_id, tokens, hidden).Union()};
+    auto timings = timing_vector(m.timings);
+    return {w::Message_Hidden,
+            w::CreateHidden(fbb_, m.micro_batch_id, tokens, hidden, m.sent_ns, timings).Union()};
   }
   Out operator()(const ResetSequence& m) {
     fb::Offset<fb::Vector<uint32_t>> ids;
@@ -109,7 +113,10 @@ class Encoder {
   }
   Out operator()(const ErrorReport& m) {
     auto message = str(m.message);
-    return {w::Message_ErrorReport, w::CreateErrorReport(fbb_, m.code, message).Union()};
+    fb::Optional<uint64_t> about;  // absent on the wire when the report is about no pass
+    if (m.micro_batch_id) about = *m.micro_batch_id;
+    return {w::Message_ErrorReport,
+            w::CreateErrorReport(fbb_, static_cast<w::ErrorCode>(m.code), message, about).Union()};
   }
   Out operator()(const ClockPing& m) {
     return {w::Message_ClockPing, w::CreateClockPing(fbb_, m.sent_ns).Union()};
@@ -134,6 +141,15 @@ class Encoder {
     std::vector<w::Token> out;
     out.reserve(tokens.size());
     for (const TokenInfo& t : tokens) out.emplace_back(t.seq_id, t.pos, t.output);
+    return fbb_.CreateVectorOfStructs(out);
+  }
+
+  fb::Offset<fb::Vector<const w::StageTiming*>> timing_vector(const std::vector<StageTiming>& timings) {
+    if (timings.empty()) return {};
+    std::vector<w::StageTiming> out;
+    out.reserve(timings.size());
+    for (const StageTiming& t : timings)
+      out.emplace_back(t.residence_ms, t.compute_ms, t.bytes_out, t.hop_in_ms, t.hop_in_error_ms);
     return fbb_.CreateVectorOfStructs(out);
   }
 
@@ -193,6 +209,15 @@ std::vector<TokenInfo> read_tokens(const fb::Vector<const w::Token*>* v) {
   if (!v) return out;
   out.reserve(v->size());
   for (const w::Token* t : *v) out.push_back({t->seq_id(), t->pos(), t->output()});
+  return out;
+}
+
+std::vector<StageTiming> read_timings(const fb::Vector<const w::StageTiming*>* v) {
+  std::vector<StageTiming> out;
+  if (!v) return out;
+  out.reserve(v->size());
+  for (const w::StageTiming* t : *v)
+    out.push_back({t->residence_ms(), t->compute_ms(), t->bytes_out(), t->hop_in_ms(), t->hop_in_error_ms()});
   return out;
 }
 
@@ -289,6 +314,8 @@ Result<Message> convert(const w::Header* header) {
       if (m->options())
         for (const w::KeyValue* kv : *m->options())
           out.options.push_back({read_str(kv->key()), read_str(kv->value())});
+      out.n_ctx = m->n_ctx();
+      out.max_sequences = m->max_sequences();
       return Message(std::move(out));
     }
     case w::Message_Ready: {
@@ -309,18 +336,20 @@ Result<Message> convert(const w::Header* header) {
       if (auto p = too_many("Forward.hidden.shape", m->hidden()->shape(), kMaxTensorRank))
         return bad(*p);
       if (auto p = too_many("Forward.row_hints", m->row_hints(), kMaxTokens)) return bad(*p);
+      if (auto p = too_many("Forward.timings", m->timings(), kMaxStageTimings)) return bad(*p);
       std::vector<uint8_t> hints;
       if (m->row_hints()) hints.assign(m->row_hints()->begin(), m->row_hints()->end());
       return Message(Forward{m->micro_batch_id(), read_tokens(m->tokens()), read_tensor(m->hidden()),
-                             std::move(hints)});
+                             std::move(hints), m->sent_ns(), read_timings(m->timings())});
     }
     case w::Message_Hidden: {
       auto* m = header->message_as_Hidden();
       if (auto p = too_many("Hidden.tokens", m->tokens(), kMaxTokens)) return bad(*p);
       if (auto p = too_many("Hidden.hidden.shape", m->hidden()->shape(), kMaxTensorRank))
         return bad(*p);
-      return Message(Hidden{m->micro_batch_id(), read_tokens(m->tokens()),
-                            read_tensor(m->hidden())});
+      if (auto p = too_many("Hidden.timings", m->timings(), kMaxStageTimings)) return bad(*p);
+      return Message(Hidden{m->micro_batch_id(), read_tokens(m->tokens()), read_tensor(m->hidden()),
+                            m->sent_ns(), read_timings(m->timings())});
     }
     case w::Message_ResetSequence: {
       auto* m = header->message_as_ResetSequence();
@@ -355,7 +384,9 @@ Result<Message> convert(const w::Header* header) {
     }
     case w::Message_ErrorReport: {
       auto* m = header->message_as_ErrorReport();
-      return Message(ErrorReport{m->code(), read_str(m->message())});
+      std::optional<uint64_t> about;
+      if (m->micro_batch_id()) about = *m->micro_batch_id();
+      return Message(ErrorReport{static_cast<ErrorCode>(m->code()), read_str(m->message()), about});
     }
     case w::Message_Goodbye:
       return Message(Goodbye{read_str(header->message_as_Goodbye()->reason())});

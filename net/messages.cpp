@@ -38,6 +38,18 @@ std::string_view to_string(Role role) {
   return "unknown";
 }
 
+std::string_view to_string(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kUnknown: return "unknown";
+    case ErrorCode::kForwardFailed: return "forward failed";
+    case ErrorCode::kNotServing: return "not serving";
+    case ErrorCode::kBadRequest: return "bad request";
+    case ErrorCode::kNextHop: return "next hop unreachable";
+    case ErrorCode::kTakenOver: return "taken over";
+  }
+  return "unknown";
+}
+
 namespace {
 
 constexpr std::string_view kNames[] = {
@@ -109,6 +121,23 @@ Problem check_batch(std::string_view name, const M& m, uint64_t body_bytes) {
   return std::nullopt;
 }
 
+// The send time and the per-stage records of a Forward/Hidden (protocol 4's timing fields).
+template <class M>
+Problem check_timings(std::string_view name, const M& m) {
+  if (m.sent_ns < 0) return fmt::format("{}.sent_ns: {} is negative (a steady clock reading, 0: not stamped)", name, m.sent_ns);
+  if (auto p = check_count(fmt::format("{}.timings", name), m.timings.size(), kMaxStageTimings)) return p;
+  for (size_t i = 0; i < m.timings.size(); ++i) {
+    const StageTiming& t = m.timings[i];
+    if (auto p = check_float(fmt::format("{}.timings[{}].residence_ms", name, i), t.residence_ms)) return p;
+    if (auto p = check_float(fmt::format("{}.timings[{}].compute_ms", name, i), t.compute_ms)) return p;
+    if (auto p = check_float(fmt::format("{}.timings[{}].bytes_out", name, i), t.bytes_out)) return p;
+    if (!std::isfinite(t.hop_in_ms)) return fmt::format("{}.timings[{}].hop_in_ms: {} is not finite", name, i, t.hop_in_ms);
+    if (!std::isfinite(t.hop_in_error_ms))
+      return fmt::format("{}.timings[{}].hop_in_error_ms: {} is not finite (< 0: not measured)", name, i, t.hop_in_error_ms);
+  }
+  return std::nullopt;
+}
+
 Problem check_status(std::string_view name, const NodeStatus& s) {
   if (auto p = check_string(fmt::format("{}.node_id", name), s.node_id, kMaxNameBytes)) return p;
   if (auto p = check_string(fmt::format("{}.host", name), s.host, kMaxNameBytes)) return p;
@@ -156,6 +185,10 @@ struct Checker {
       if (auto p = check_string("Prepare.options.key", kv.key, kMaxNameBytes)) return p;
       if (auto p = check_string("Prepare.options.value", kv.value, kMaxTextBytes)) return p;
     }
+    if (m.n_ctx > kMaxContext)
+      return fmt::format("Prepare.n_ctx: {} is outside 0..{} (0: the model's context)", m.n_ctx, kMaxContext);
+    if (m.max_sequences < 1 || m.max_sequences > kMaxSequences)
+      return fmt::format("Prepare.max_sequences: {} is outside 1..{}", m.max_sequences, kMaxSequences);
     return std::nullopt;
   }
   Problem operator()(const Ready&) const { return std::nullopt; }
@@ -171,9 +204,12 @@ struct Checker {
     for (size_t i = 0; i < m.row_hints.size(); ++i)
       if (m.row_hints[i] >= kMaxRowHint)
         return fmt::format("Forward.row_hints[{}]: {} is not a row hint (< {})", i, m.row_hints[i], kMaxRowHint);
-    return std::nullopt;
+    return check_timings("Forward", m);
   }
-  Problem operator()(const Hidden& m) const { return check_batch("Hidden", m, body_bytes); }
+  Problem operator()(const Hidden& m) const {
+    if (auto p = check_batch("Hidden", m, body_bytes)) return p;
+    return check_timings("Hidden", m);
+  }
   Problem operator()(const ResetSequence& m) const {
     return check_count("ResetSequence.seq_ids", m.seq_ids.size(), kMaxListItems);
   }
@@ -192,6 +228,10 @@ struct Checker {
     return std::nullopt;
   }
   Problem operator()(const ErrorReport& m) const {
+    const auto code = static_cast<uint32_t>(m.code);
+    if (code > static_cast<uint32_t>(kLastErrorCode))
+      return fmt::format("ErrorReport.code: {} is not a known error code (0..{}, a newer peer?)", code,
+                         static_cast<uint32_t>(kLastErrorCode));
     return check_string("ErrorReport.message", m.message, kMaxTextBytes);
   }
   Problem operator()(const Goodbye& m) const {

@@ -19,16 +19,31 @@ namespace baton::net {
 // pipeline's timing trailer with send timestamps and per-hop times. 3: every frame after a
 // secure handshake is sealed with AES-256-GCM (net/wire_crypto.h), and Forward.row_hints (an
 // older worker would ignore them and compute a pipelined prompt's rows with other numerics).
-inline constexpr uint32_t kProtocolVersion = 3;
+// 4: typed fields for what travelled as text or hand-packed bytes: ErrorReport.micro_batch_id
+// and its ErrorCode, Prepare.n_ctx / max_sequences (no longer string options), and the timing
+// trailer as Forward/Hidden.sent_ns and .timings (an older peer would drop the timings).
+inline constexpr uint32_t kProtocolVersion = 4;
 
 enum class Role : uint8_t { kUnknown = 0, kCoordinator = 1, kWorker = 2, kClient = 3 };
 enum class AuthMode : uint8_t { kHmacSha256 = 0, kInsecure = 1 };
 enum class DType : uint8_t { kF32 = 0, kF16 = 1, kBF16 = 2, kI32 = 3 };
+// What an ErrorReport is about (schema enum ErrorCode); check_message refuses a value above
+// kLastErrorCode.
+enum class ErrorCode : uint32_t {
+  kUnknown = 0,        // no code given (a default-constructed report); no sender uses it
+  kForwardFailed = 1,  // the stage refused the batch (position outside the context, cache full)
+  kNotServing = 2,     // Forward before Commit or after Rollback
+  kBadRequest = 3,     // a message the receiver refuses (tensor that does not fit, unknown load, bad record)
+  kNextHop = 4,        // the result could not be sent to the next hop
+  kTakenOver = 5,      // another coordinator took the worker over (--take-over); the connection closes next
+};
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::kTakenOver;
 
 // Bytes per element; 0 for a value that is not a known DType.
 size_t dtype_size(DType dtype);
 std::string_view to_string(DType dtype);
 std::string_view to_string(Role role);
+std::string_view to_string(ErrorCode code);  // "forward failed", "taken over", ...
 
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;
@@ -41,6 +56,9 @@ inline constexpr size_t kMaxTextBytes = 16384;    // reasons, messages, paths, i
 inline constexpr size_t kMaxTensorRank = 4;
 inline constexpr size_t kMaxTokens = 1u << 20;    // per Forward/Hidden
 inline constexpr size_t kMaxListItems = 65536;    // seq ids, options, stats entries, layer ranges
+inline constexpr size_t kMaxStageTimings = 4096;  // timing records per Forward/Hidden
+inline constexpr uint64_t kMaxContext = 0x7fffffff;  // Prepare.n_ctx: positions are int32 inside
+inline constexpr uint32_t kMaxSequences = 65536;     // Prepare.max_sequences
 
 // A tensor stored in the frame body at [offset, offset + bytes); shape outermost first.
 struct TensorRef {
@@ -56,6 +74,17 @@ struct TokenInfo {
   uint32_t pos = 0;
   bool output = false;
   bool operator==(const TokenInfo&) const = default;
+};
+
+// What one stage measured for one micro-batch, in ms of its own clock (the hop into it: of the
+// link's clock estimate); plain data to net/, meaning owned by the pipeline (engine/pipeline/wire.h).
+struct StageTiming {
+  double residence_ms = 0;      // >= 0
+  double compute_ms = 0;        // >= 0
+  double bytes_out = 0;         // >= 0
+  double hop_in_ms = 0;         // finite, may be slightly < 0
+  double hop_in_error_ms = -1;  // finite; < 0: not measured
+  bool operator==(const StageTiming&) const = default;
 };
 
 struct LayerRange {  // inclusive
@@ -109,6 +138,8 @@ struct Prepare {
   std::optional<NextHop> next_hop;  // nullopt: results go back to the coordinator
   DType activation_dtype = DType::kF32;
   std::vector<KeyValue> options;
+  uint64_t n_ctx = 0;           // positions per sequence, <= kMaxContext; 0: the model's (at most 4096)
+  uint32_t max_sequences = 1;   // KV cache slots, 1..kMaxSequences
   bool operator==(const Prepare&) const = default;
 };
 
@@ -137,11 +168,15 @@ struct Rollback {
 
 // hidden: [tokens.size(), n_embd] in the body. row_hints: empty, or one byte per token below
 // kMaxRowHint, opaque to net/ (the engine's per-row numerics choice; engine/model/row_hint.h).
+// sent_ns: the sender's steady clock (ns, >= 0; 0: not stamped) when it handed the frame to its
+// connection; timings: one record per stage already passed (at most kMaxStageTimings).
 struct Forward {
   uint64_t micro_batch_id = 0;
   std::vector<TokenInfo> tokens;
   TensorRef hidden;
   std::vector<uint8_t> row_hints;
+  int64_t sent_ns = 0;
+  std::vector<StageTiming> timings{};
   bool operator==(const Forward&) const = default;
 };
 inline constexpr uint8_t kMaxRowHint = 8;
@@ -151,6 +186,8 @@ struct Hidden {
   uint64_t micro_batch_id = 0;
   std::vector<TokenInfo> tokens;
   TensorRef hidden;
+  int64_t sent_ns = 0;                  // as in Forward
+  std::vector<StageTiming> timings{};  // every stage of the chain
   bool operator==(const Hidden&) const = default;
 };
 
@@ -205,8 +242,9 @@ struct Stats {
 
 // "Error(code, message)" on the wire; named so it does not shadow baton::Error.
 struct ErrorReport {
-  uint32_t code = 0;
+  ErrorCode code = ErrorCode::kUnknown;
   std::string message;
+  std::optional<uint64_t> micro_batch_id{};  // the pass it is about; nullopt: none in particular
   bool operator==(const ErrorReport&) const = default;
 };
 
@@ -238,8 +276,9 @@ std::string_view message_name(const Message& message);
 
 // Semantic check shared by encoder and decoder: strings and lists within the bounds above,
 // known dtypes, every TensorRef inside a body of `body_bytes` with shape x dtype size ==
-// bytes, token counts matching tensor rows, layer ranges ordered, floats finite, and no body
-// on messages that carry no tensor. Returns the first violation in words, or nullopt.
+// bytes, token counts matching tensor rows, layer ranges ordered, floats finite, known error
+// codes, n_ctx / max_sequences / sent_ns / timings within their ranges, and no body on messages
+// that carry no tensor. Returns the first violation in words, or nullopt.
 std::optional<std::string> check_message(const Message& message, uint64_t body_bytes);
 
 }  // namespace baton::net

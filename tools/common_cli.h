@@ -23,7 +23,7 @@
 
 namespace baton::tools {
 
-// "engine-worker 0.1.0 (wire protocol 3)"
+// "engine-worker 0.1.0 (wire protocol 4)"
 inline std::string version_line(std::string_view tool) {
   return fmt::format("{} {} (wire protocol {})", tool, BATON_VERSION, net::kProtocolVersion);
 }

@@ -101,8 +101,8 @@ Row run(baton::LocalModel& model, const Options& o, int n_clients) {
   uint64_t total = 0;
   for (auto& h : handles) {
     auto s = h->summary();
-    if (s.finish_reason != "length")
-      throw baton::Error(fmt::format("a request ended with '{}': {}", s.finish_reason, s.error));
+    if (s.finish_reason != baton::FinishReason::kLength)
+      throw baton::Error(fmt::format("a request ended with '{}': {}", baton::to_string(s.finish_reason), s.error));
     total += s.completion_tokens;
     ttft.push_back(s.time_to_first_token);
     if (s.completion_tokens > 1) row.per_client += static_cast<double>(s.completion_tokens - 1) / s.generation_seconds;

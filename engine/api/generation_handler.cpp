@@ -131,7 +131,7 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
     }
     serving::CompletionSummary s = handle->summary();
     note_access_tokens(s);
-    if (s.finish_reason != "stop" && s.finish_reason != "length") throw failure_of(s, stopping);
+    if (!completed(s.finish_reason)) throw failure_of(s, stopping);
     json body = builder.body(s);
     if (endpoint == Endpoint::kChat) attach_tool_calls(body, r, *model.chat_template());
     send_json(res, body);
@@ -181,7 +181,7 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
         serving::CompletionSummary s = st->handle->summary();
         note_access_tokens(s);
         std::string out;
-        if (s.finish_reason == "stop" || s.finish_reason == "length") {
+        if (completed(s.finish_reason)) {
           if (st->tools_request) {
             for (const json& c : tool_stream_chunks(st->held, st->builder.final_chunk(s), *st->tools_request,
                                                     *st->tools_template))

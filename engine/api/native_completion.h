@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/api/openai_request.h"
+#include "engine/runtime/finish_reason.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace baton::api {
@@ -35,7 +36,7 @@ struct NativeEnd {
   bool truncated = false;     // the context filled up
 };
 // `tokens`: every generated token; `content`: the released text; `stops`: the request's.
-NativeEnd native_end(const std::string& finish_reason, const std::vector<int32_t>& tokens, const std::string& content,
+NativeEnd native_end(FinishReason finish_reason, const std::vector<int32_t>& tokens, const std::string& content,
                      const std::vector<std::string>& stops, const tokenizer::Tokenizer& tokenizer, bool ignore_eos,
                      int64_t n_prompt, int64_t n_ctx);
 

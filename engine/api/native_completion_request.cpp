@@ -76,12 +76,12 @@ NativeCompletionRequest parse_native_completion(std::string_view body, uint32_t 
   return r;
 }
 
-NativeEnd native_end(const std::string& finish_reason, const std::vector<int32_t>& tokens, const std::string& content,
+NativeEnd native_end(FinishReason finish_reason, const std::vector<int32_t>& tokens, const std::string& content,
                      const std::vector<std::string>& stops, const tokenizer::Tokenizer& tokenizer, bool ignore_eos,
                      int64_t n_prompt, int64_t n_ctx) {
   NativeEnd end;
   end.truncated = n_prompt + static_cast<int64_t>(tokens.size()) >= n_ctx;
-  if (finish_reason != "stop") {
+  if (finish_reason != FinishReason::kStop) {
     end.stop_type = "limit";
     return end;
   }

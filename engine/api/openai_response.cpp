@@ -21,8 +21,8 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 std::string sse_event(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
-std::string openai_finish_reason(const std::string& engine_reason) {
-  return engine_reason == "length" ? "length" : "stop";
+std::string openai_finish_reason(FinishReason engine_reason) {
+  return engine_reason == FinishReason::kLength ? "length" : "stop";
 }
 
 namespace {

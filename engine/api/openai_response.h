@@ -27,7 +27,7 @@ std::string sse_event(const nlohmann::json& j);
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 
 // "stop" / "length" as OpenAI spells them (a cancelled request never gets a body).
-std::string openai_finish_reason(const std::string& engine_reason);
+std::string openai_finish_reason(FinishReason engine_reason);
 
 class ResponseBuilder {
  public:

@@ -60,7 +60,7 @@ uint32_t random_request_seed() {
 }
 
 ApiError failure_of(const serving::CompletionSummary& s, bool stopping) {
-  if (s.finish_reason == "cancelled" || stopping || s.error.find("shutting down") != std::string::npos) {
+  if (s.finish_reason == FinishReason::kCancelled || stopping || s.error_kind == serving::ErrorKind::kShuttingDown) {
     note_access_failure(503);
     return ApiError(503, "unavailable_error", s.error.empty() ? "the server is shutting down" : s.error);
   }
@@ -122,8 +122,7 @@ FinishedRequest collect_request(HttpServer::Impl& server, const httplib::Request
   }
   out.summary = handle->summary();
   note_access_tokens(out.summary);
-  if (out.summary.finish_reason != "stop" && out.summary.finish_reason != "length")
-    throw failure_of(out.summary, server.stopping);
+  if (!completed(out.summary.finish_reason)) throw failure_of(out.summary, server.stopping);
   return out;
 }
 
@@ -163,7 +162,7 @@ void stream_request(HttpServer::Impl& server, httplib::Response& res, std::share
         st->finished = true;
         const serving::CompletionSummary summary = st->handle->summary();
         note_access_tokens(summary);
-        const bool ok = summary.finish_reason == "stop" || summary.finish_reason == "length";
+        const bool ok = completed(summary.finish_reason);
         const std::string end = ok ? st->format->finish(summary) : st->format->fail(failure_of(summary, s->stopping));
         const bool written = end.empty() || sink.write(end.data(), end.size());
         sink.done();

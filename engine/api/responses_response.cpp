@@ -27,7 +27,7 @@ json usage_of(const serving::CompletionSummary& s) {
 }
 
 // Ended by the token limit (max_output_tokens or the context) rather than by the model.
-bool hit_limit(const serving::CompletionSummary& s) { return s.finish_reason == "length"; }
+bool hit_limit(const serving::CompletionSummary& s) { return s.finish_reason == FinishReason::kLength; }
 
 }  // namespace
 

@@ -57,7 +57,7 @@ Chain::Chain(const ModelFront& front, std::vector<StageAssignment> stages, Chain
   // A take-over notice is noted on the I/O thread, before the close that follows it is seen.
   node_ = std::make_unique<net::Node>(std::move(no), [this, push = inbox_.handler()](net::Incoming&& in) {
     if (const auto* e = std::get_if<net::ErrorReport>(&in.message);
-        e && e->code == static_cast<uint32_t>(ErrorCode::kTakenOver)) {
+        e && e->code == ErrorCode::kTakenOver) {
       spdlog::error("coordinator '{}': {}", options_.coordinator_id, e->message);
       std::lock_guard lock(notices_mutex_);
       taken_over_[in.connection->id()] = e->message;

@@ -29,9 +29,9 @@ void Chain::load_all(bool initial) {
     p.layer_last = static_cast<uint32_t>(plan_[i].layers.last());
     p.activation_dtype = activations_;
     if (i + 1 < plan_.size()) p.next_hop = net::NextHop{plan_[i + 1].host, plan_[i + 1].port, plan_[i + 1].node_id};
-    p.options = {{kOptionNCtx, std::to_string(n_ctx_)},
-                 {kOptionMaxSequences, std::to_string(options_.max_sequences)},
-                 {kOptionCoordinator, options_.coordinator_id}};
+    p.n_ctx = static_cast<uint64_t>(std::max<int64_t>(n_ctx_, 0));  // net::check_message bounds it
+    p.max_sequences = static_cast<uint32_t>(std::max(options_.max_sequences, 0));
+    p.options = {{kOptionCoordinator, options_.coordinator_id}};
     if (options_.take_over) p.options.push_back({kOptionTakeOver, "1"});
     links_[i]->connection->send(p);
   }

@@ -64,7 +64,7 @@ void RemoteLayers::submit(const TokenBatch& batch, std::vector<float>& hidden) {
   const double bytes = static_cast<double>(t.ref.bytes);
   net::Forward f{p.id, to_wire(batch), t.ref, batch.hints};
   p.sent = Clock::now();
-  stamp_sent(t, p.sent);  // where the first hop and the round trip begin
+  stamp_sent(f, p.sent);  // where the first hop and the round trip begin
   if (!c.links_.front()->connection->send(f, std::move(t.body)))
     fail_all(fmt::format("forward: cannot send micro-batch {} to {}", p.id, c.name(0)));
   passes_.push_back(std::move(p));
@@ -86,7 +86,7 @@ void RemoteLayers::take(net::Incoming& in) {
   if (const auto* e = message_as<net::ErrorReport>(in)) {
     const size_t i = c.link_index(in.connection);
     const std::string who = i < c.plan_.size() ? c.name(i) : std::string("a node");
-    const auto about = micro_batch_of(*e);
+    const auto& about = e->micro_batch_id;
     if (about && std::none_of(passes_.begin(), passes_.end(), [&](const Pass& p) { return p.id == *about; })) {
       spdlog::debug("ignoring a late error about lost micro-batch {}: {}", *about, e->message);
       return;
@@ -119,16 +119,12 @@ void RemoteLayers::finish(std::vector<float>& out_rows) {
   const auto& in = *p.reply;
   const auto& h = std::get<net::Hidden>(in.message);
   const size_t last = c.plan_.size() - 1;
-  std::vector<StageTiming> timings;
-  int64_t last_sent_ns = 0;
+  const std::vector<StageTiming>& timings = h.timings;
+  const int64_t last_sent_ns = h.sent_ns;
   try {
     if (h.tokens.size() != p.n_outputs)
       fail("{} returned {} rows for micro-batch {}, expected {}", c.name(last), h.tokens.size(), p.id, p.n_outputs);
     read_tensor(h.hidden, in.body, h.tokens.size(), n_embd, out_rows, "Hidden");
-    if (auto trailer = read_trailer(h.hidden, in.body, "Hidden")) {
-      timings = std::move(trailer->stages);
-      last_sent_ns = trailer->sent_ns;
-    }
     if (timings.size() != c.plan_.size())
       fail("{}: Hidden of micro-batch {} lists {} stage timings, the chain has {} stages", c.name(last), p.id,
            timings.size(), c.plan_.size());

@@ -48,21 +48,12 @@ bool is_activation_dtype(net::DType dtype) {
   return dtype == net::DType::kF32 || dtype == net::DType::kF16 || dtype == net::DType::kBF16;
 }
 
-namespace {
-
-size_t round_up8(size_t n) { return (n + 7) & ~size_t{7}; }
-
-}  // namespace
-
-WireTensor make_tensor(const float* rows, size_t n_rows, size_t n_embd, net::DType dtype,
-                       std::span<const StageTiming> timings) {
+WireTensor make_tensor(const float* rows, size_t n_rows, size_t n_embd, net::DType dtype) {
   if (!is_activation_dtype(dtype)) fail("activations cannot travel as {}", net::to_string(dtype));
   WireTensor t;
   const size_t n = n_rows * n_embd;
   const size_t bytes = n * net::dtype_size(dtype);
-  t.trailer_at = round_up8(bytes);
-  t.n_timings = timings.size();
-  t.body = net::Payload::allocate(t.trailer_at + kTrailerHeadBytes + timings.size() * kTimingBytes);
+  t.body = net::Payload::allocate(bytes);
   uint8_t* out = t.body.mutable_bytes().data();
   if (dtype == net::DType::kF32) {
     if (bytes) std::memcpy(out, rows, bytes);
@@ -72,12 +63,6 @@ WireTensor make_tensor(const float* rows, size_t n_rows, size_t n_embd, net::DTy
       for (size_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(rows[i]);
     else
       for (size_t i = 0; i < n; ++i) h[i] = fp32_to_bf16(rows[i]);
-  }
-  std::memset(out + bytes, 0, t.trailer_at + kTrailerHeadBytes - bytes);
-  for (size_t i = 0; i < timings.size(); ++i) {
-    const double v[5] = {timings[i].residence_ms, timings[i].compute_ms, timings[i].bytes_out, timings[i].hop_in_ms,
-                         timings[i].hop_in_error_ms};
-    std::memcpy(out + t.trailer_at + kTrailerHeadBytes + i * kTimingBytes, v, kTimingBytes);
   }
   t.ref.dtype = dtype;
   t.ref.shape = {n_rows, n_embd};
@@ -90,14 +75,22 @@ int64_t steady_ns(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-void stamp_sent(WireTensor& t, std::chrono::steady_clock::time_point sent, std::optional<double> last_residence_ms) {
-  uint8_t* out = t.body.mutable_bytes().data();
-  const int64_t ns = steady_ns(sent);
-  std::memcpy(out + t.trailer_at, &ns, sizeof ns);
-  if (last_residence_ms && t.n_timings > 0) {
-    const double r = std::max(0.0, *last_residence_ms);
-    std::memcpy(out + t.trailer_at + kTrailerHeadBytes + (t.n_timings - 1) * kTimingBytes, &r, sizeof r);
-  }
+namespace {
+
+void stamp_timings(int64_t& sent_ns, std::vector<StageTiming>& timings, std::chrono::steady_clock::time_point sent,
+                   std::optional<double> last_residence_ms) {
+  sent_ns = steady_ns(sent);
+  if (last_residence_ms && !timings.empty()) timings.back().residence_ms = std::max(0.0, *last_residence_ms);
+}
+
+}  // namespace
+
+void stamp_sent(net::Forward& f, std::chrono::steady_clock::time_point sent, std::optional<double> last_residence_ms) {
+  stamp_timings(f.sent_ns, f.timings, sent, last_residence_ms);
+}
+
+void stamp_sent(net::Hidden& h, std::chrono::steady_clock::time_point sent, std::optional<double> last_residence_ms) {
+  stamp_timings(h.sent_ns, h.timings, sent, last_residence_ms);
 }
 
 void read_tensor(const net::TensorRef& ref, const net::Payload& body, size_t n_rows, size_t n_embd,
@@ -123,50 +116,12 @@ void read_tensor(const net::TensorRef& ref, const net::Payload& body, size_t n_r
   }
 }
 
-std::optional<Trailer> read_trailer(const net::TensorRef& ref, const net::Payload& body, const char* what) {
-  const size_t end = ref.offset + ref.bytes;  // checked by read_tensor / check_message
-  if (body.size() <= end) return std::nullopt;
-  const size_t at = round_up8(end);
-  const size_t rest = body.size() > at ? body.size() - at : 0;
-  if (body.size() < at + kTrailerHeadBytes || (rest - kTrailerHeadBytes) % kTimingBytes != 0 ||
-      (rest - kTrailerHeadBytes) / kTimingBytes > kMaxTimings)
-    fail("{}: the {} bytes after the hidden tensor are not a timing trailer", what, body.size() - end);
-  Trailer out;
-  std::memcpy(&out.sent_ns, body.data() + at, sizeof out.sent_ns);
-  out.stages.resize((rest - kTrailerHeadBytes) / kTimingBytes);
-  for (size_t i = 0; i < out.stages.size(); ++i) {
-    double v[5];
-    std::memcpy(v, body.data() + at + kTrailerHeadBytes + i * kTimingBytes, kTimingBytes);
-    for (int k = 0; k < 5; ++k)
-      if (!std::isfinite(v[k]) || (k < 3 && v[k] < 0))
-        fail("{}: timing trailer entry {} field {} holds {}", what, i, k, v[k]);
-    out.stages[i] = {v[0], v[1], v[2], v[3], v[4]};
-  }
-  return out;
-}
-
 HopTime hop_time(int64_t sent_ns, std::chrono::steady_clock::time_point received,
                  const std::optional<net::ClockEstimate>& clock) {
   if (!clock || sent_ns == 0) return {};
   // (received - sent) + offset, as differences first so no i64 overflows for sane clocks.
   const int64_t raw = steady_ns(received) - sent_ns;
   return {static_cast<double>(raw + clock->offset_ns) / 1e6, static_cast<double>(clock->error_ns) / 1e6};
-}
-
-std::optional<uint64_t> micro_batch_of(const net::ErrorReport& report) {
-  static constexpr std::string_view kKey = "micro-batch ";
-  const auto at = report.message.find(kKey);
-  if (at == std::string::npos) return std::nullopt;
-  size_t i = at + kKey.size();
-  uint64_t id = 0;
-  bool any = false;
-  for (; i < report.message.size() && report.message[i] >= '0' && report.message[i] <= '9'; ++i) {
-    if (id > (std::numeric_limits<uint64_t>::max() - 9) / 10) return std::nullopt;
-    id = id * 10 + static_cast<uint64_t>(report.message[i] - '0');
-    any = true;
-  }
-  if (!any) return std::nullopt;
-  return id;
 }
 
 }  // namespace baton::pipeline

@@ -4,12 +4,11 @@
 // negative positions are refused with baton::Error instead of being truncated.
 //
 // Activations travel as F32 (default, exact), F16 or BF16 (one rounding per hop, half the
-// bytes). A Forward/Hidden body is the hidden tensor at offset 0, then (from the next multiple
-// of 8) the timing trailer: the sender's hand-over time (little-endian i64, ns of its steady
-// clock), then one StageTiming per stage already passed, in chain order, each as five
-// little-endian f64. The coordinator sends the time alone; every stage copies the records it
-// received, appends its own and stamps its own time, so the last stage's Hidden carries the
-// whole chain's timings (docs/PROTOCOL.md, "Timing trailer" and "Per-hop network time").
+// bytes). A Forward/Hidden body is the hidden tensor at offset 0; its header carries the
+// timings: the sender's hand-over time (`sent_ns`, ns of its steady clock) and one StageTiming
+// per stage already passed, in chain order. The coordinator sends the time alone; every stage
+// copies the records it received, appends its own and stamps its own time, so the last stage's
+// Hidden carries the whole chain's timings (docs/PROTOCOL.md, "Timing" and "Per-hop network time").
 #pragma once
 
 #include <chrono>
@@ -26,22 +25,14 @@
 
 namespace baton::pipeline {
 
-// ErrorReport.code values sent by engine-worker.
-enum class ErrorCode : uint32_t {
-  kForwardFailed = 1,  // the stage refused the batch (position outside the context, cache full)
-  kNotServing = 2,     // Forward before Commit or after Rollback
-  kBadRequest = 3,     // a Forward whose tensor does not fit the loaded model
-  kNextHop = 4,        // the result could not be sent to the next hop
-  kTakenOver = 5,      // another coordinator took this worker over (--take-over); the connection closes next
-};
+// ErrorReport.code values sent by engine-worker (the wire's enum, net/messages.h).
+using ErrorCode = net::ErrorCode;
 
 // How often the pipeline's nodes probe each link's clock offset (net::NodeOptions): the
 // estimate's drift term grows by 200 ppm of the time since the best recent probe.
 inline constexpr std::chrono::milliseconds kClockProbeInterval{100};
 
-// Prepare.options keys the coordinator sets.
-inline constexpr const char* kOptionNCtx = "n_ctx";
-inline constexpr const char* kOptionMaxSequences = "max_sequences";
+// Prepare.options keys the coordinator sets (n_ctx and max_sequences are Prepare fields).
 // Ownership (issue 29): a worker belongs to one coordinator at a time. `coordinator` names the
 // coordinator instance that sends the Prepare (a Prepare from another instance while the
 // holder's connection is open is refused with Failed naming the holder); `take_over` = "1"
@@ -57,32 +48,28 @@ TokenBatch from_wire(std::span<const net::TokenInfo> tokens, std::span<const uin
 std::optional<net::DType> parse_activation_dtype(std::string_view name);
 bool is_activation_dtype(net::DType dtype);
 
-// What one stage measured for one micro-batch. The first three are differences of its own
-// clock's readings; the hop into it is the one quantity that uses a clock estimate.
-struct StageTiming {
-  double residence_ms = 0;  // frame received (I/O thread) -> result handed to the connection
-  double compute_ms = 0;    // the stage's layers
-  double bytes_out = 0;     // hidden tensor bytes it sent on (next hop or coordinator)
-  double hop_in_ms = 0;     // the hop that brought the frame here (HopTime; may be slightly < 0)
-  double hop_in_error_ms = -1;  // its error bound; < 0: not measured (no clock estimate yet)
-};
-inline constexpr size_t kTimingBytes = 5 * sizeof(double);
-inline constexpr size_t kTrailerHeadBytes = sizeof(int64_t);
-inline constexpr size_t kMaxTimings = 4096;  // stages a trailer may list
+// What one stage measured for one micro-batch (Forward/Hidden.timings). The first three are
+// differences of its own clock's readings; the hop into it is the one quantity that uses a
+// clock estimate:
+//   residence_ms     frame received (I/O thread) -> result handed to the connection
+//   compute_ms       the stage's layers
+//   bytes_out        hidden tensor bytes it sent on (next hop or coordinator)
+//   hop_in_ms        the hop that brought the frame here (HopTime; may be slightly < 0)
+//   hop_in_error_ms  its error bound; < 0: not measured (no clock estimate yet)
+using StageTiming = net::StageTiming;
+inline constexpr size_t kMaxTimings = net::kMaxStageTimings;  // stages a frame may list
 
-// A tensor [rows, n_embd] in `dtype` at offset 0 of a freshly allocated body, followed by a
-// trailer holding `timings` and a zero hand-over time (stamp_sent() sets it).
+// A tensor [rows, n_embd] in `dtype` at offset 0 of a freshly allocated body.
 struct WireTensor {
   net::TensorRef ref;
   net::Payload body;
-  size_t trailer_at = 0;  // body offset of the trailer
-  size_t n_timings = 0;
 };
-WireTensor make_tensor(const float* rows, size_t n_rows, size_t n_embd, net::DType dtype,
-                       std::span<const StageTiming> timings = {});
-// Writes the hand-over time into the trailer and, if given, the residence of the last record
-// (ending at that same instant): call right before handing the frame to the connection.
-void stamp_sent(WireTensor& t, std::chrono::steady_clock::time_point sent,
+WireTensor make_tensor(const float* rows, size_t n_rows, size_t n_embd, net::DType dtype);
+// Writes the hand-over time into the message and, if given, the residence of its last timing
+// record (ending at that same instant): call right before handing the frame to the connection.
+void stamp_sent(net::Forward& f, std::chrono::steady_clock::time_point sent,
+                std::optional<double> last_residence_ms = std::nullopt);
+void stamp_sent(net::Hidden& h, std::chrono::steady_clock::time_point sent,
                 std::optional<double> last_residence_ms = std::nullopt);
 inline WireTensor make_f32_tensor(const float* rows, size_t n_rows, size_t n_embd) {
   return make_tensor(rows, n_rows, n_embd, net::DType::kF32);
@@ -92,13 +79,6 @@ inline WireTensor make_f32_tensor(const float* rows, size_t n_rows, size_t n_emb
 // baton::Error naming `what` when dtype or shape differ from what is expected.
 void read_tensor(const net::TensorRef& ref, const net::Payload& body, size_t n_rows, size_t n_embd,
                  std::vector<float>& out, const char* what);
-struct Trailer {
-  int64_t sent_ns = 0;  // the sender's steady clock at hand-over; 0: not stamped
-  std::vector<StageTiming> stages;
-};
-// The trailer after `ref` (nullopt if the body ends with the tensor); throws baton::Error
-// naming `what` if malformed.
-std::optional<Trailer> read_trailer(const net::TensorRef& ref, const net::Payload& body, const char* what);
 
 // One hop of one frame: from the sender's hand-over (`sent_ns`, its clock) to our receipt
 // (`received`, our clock), with `clock` = the link's estimate of the sender's clock minus
@@ -111,8 +91,5 @@ struct HopTime {
 HopTime hop_time(int64_t sent_ns, std::chrono::steady_clock::time_point received,
                  const std::optional<net::ClockEstimate>& clock);
 int64_t steady_ns(std::chrono::steady_clock::time_point t);
-
-// The micro-batch id a worker's ErrorReport is about ("... micro-batch N ..."), if it names one.
-std::optional<uint64_t> micro_batch_of(const net::ErrorReport& report);
 
 }  // namespace baton::pipeline

@@ -118,14 +118,15 @@ void Worker::dispatch(net::Incoming& in) {
     // Never lets a request kill the worker: tell the sender and go on.
     spdlog::error("{}: {} from {} failed: {}", options_.node_id, net::message_name(in.message),
                   in.connection->peer().address, e.what());
-    report(in.connection, static_cast<uint32_t>(ErrorCode::kBadRequest),
+    report(in.connection, ErrorCode::kBadRequest,
            fmt::format("node {}: {} failed: {}", options_.node_id, net::message_name(in.message), e.what()));
   }
 }
 
-void Worker::report(const net::ConnectionPtr& from, uint32_t code, const std::string& message) {
+void Worker::report(const net::ConnectionPtr& from, net::ErrorCode code, const std::string& message,
+                    std::optional<uint64_t> micro_batch) {
   const net::ConnectionPtr& to = load_ && load_->coordinator && load_->coordinator->is_open() ? load_->coordinator : from;
-  if (to) to->send(net::ErrorReport{code, message});
+  if (to) to->send(net::ErrorReport{code, message, micro_batch});
 }
 
 void Worker::release(const char* why) {
@@ -155,7 +156,7 @@ void Worker::handle(net::Incoming& in) {
               spdlog::info("{}: running {} messages that arrived before the Commit", options_.node_id, held.size());
             for (auto& h : held) dispatch(h);
           } else {
-            report(from, static_cast<uint32_t>(ErrorCode::kBadRequest),
+            report(from, ErrorCode::kBadRequest,
                    fmt::format("node {}: Commit of unknown load {}", options_.node_id, m.load_id));
           }
         } else if constexpr (std::is_same_v<T, net::Rollback>) {
@@ -182,7 +183,7 @@ void Worker::handle(net::Incoming& in) {
             else
               for (uint32_t id : m.seq_ids) load_->stage->reset_sequence(id);
             if (load_->next && !load_->next->send(m))
-              report(from, static_cast<uint32_t>(ErrorCode::kNextHop),
+              report(from, ErrorCode::kNextHop,
                      fmt::format("node {}: cannot pass ResetSequence to next hop {}", options_.node_id,
                                  load_->next_name));
           }
@@ -242,7 +243,7 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
                                            options_.node_id, describe_holder(holder, from), layers);
     spdlog::warn("{}: taken over: {} replaces {}", options_.node_id, describe_holder(holder, from), current);
     // Tell the displaced coordinator why before its connection closes (close() flushes).
-    load_->coordinator->send(net::ErrorReport{static_cast<uint32_t>(ErrorCode::kTakenOver), notice});
+    load_->coordinator->send(net::ErrorReport{ErrorCode::kTakenOver, notice});
     load_->coordinator->close(notice);
     release("taken over");
   }
@@ -271,12 +272,9 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
     }
     gguf::require_layers(*file_, p.layer_first, p.layer_last);
     StageOptions so;
-    so.max_sequences = 1;
     so.placement = options_.placement;
-    for (const auto& kv : p.options) {
-      if (kv.key == kOptionNCtx) so.n_ctx = std::stoll(kv.value);
-      if (kv.key == kOptionMaxSequences) so.max_sequences = std::stoi(kv.value);
-    }
+    so.n_ctx = static_cast<int64_t>(p.n_ctx);  // ranges checked by net::check_message
+    so.max_sequences = static_cast<int>(p.max_sequences);
     if (!pool_) pool_ = std::make_unique<kernels::ThreadPool>(options_.threads > 0 ? options_.threads : default_thread_count());
     auto load = std::make_unique<Load>();
     load->load_id = p.load_id;
@@ -313,13 +311,8 @@ bool Worker::try_readopt(const net::Prepare& p, const net::ConnectionPtr& from, 
   if (!load_ || !load_->reusable || identity_ != p.model_identity || load_->activations != p.activation_dtype ||
       load_->layers != LayerSpan::from_inclusive(p.layer_first, p.layer_last))
     return false;
-  int64_t n_ctx = 0;
-  int max_sequences = 1;
-  for (const auto& kv : p.options) {
-    if (kv.key == kOptionNCtx) n_ctx = std::stoll(kv.value);
-    if (kv.key == kOptionMaxSequences) max_sequences = std::stoi(kv.value);
-  }
-  if (n_ctx != load_->stage->n_ctx() || max_sequences != load_->max_sequences) return false;
+  if (static_cast<int64_t>(p.n_ctx) != load_->stage->n_ctx() || static_cast<int>(p.max_sequences) != load_->max_sequences)
+    return false;
   const std::string next_name =
       p.next_hop ? fmt::format("{} ({}:{})", p.next_hop->node_id, p.next_hop->host, p.next_hop->port) : "";
   if (next_name != load_->next_name || (load_->next && !load_->next->is_open())) {
@@ -351,34 +344,32 @@ bool Worker::try_readopt(const net::Prepare& p, const net::ConnectionPtr& from, 
 void Worker::on_forward(const net::Forward& f, const net::Payload& body, const net::ConnectionPtr& from,
                         Clock::time_point received_at) {
   if (!load_ || !load_->committed) {
-    report(from, static_cast<uint32_t>(ErrorCode::kNotServing),
+    report(from, ErrorCode::kNotServing,
            fmt::format("node {}: Forward of micro-batch {} before a committed load", options_.node_id,
-                       f.micro_batch_id));
+                       f.micro_batch_id),
+           f.micro_batch_id);
     return;
   }
   const size_t n_embd = static_cast<size_t>(load_->config.n_embd);
   TokenBatch batch;
-  std::vector<StageTiming> timings;
-  HopTime hop_in;
+  const HopTime hop_in = hop_time(f.sent_ns, received_at, from->clock());
   try {
     batch = from_wire(f.tokens, f.row_hints);
     read_tensor(f.hidden, body, f.tokens.size(), n_embd, hidden_, "Forward");
-    if (auto trailer = read_trailer(f.hidden, body, "Forward")) {
-      timings = std::move(trailer->stages);
-      hop_in = hop_time(trailer->sent_ns, received_at, from->clock());
-    }
-    if (timings.size() >= kMaxTimings) fail("Forward: the timing trailer already lists {} stages", timings.size());
+    if (f.timings.size() >= kMaxTimings) fail("Forward: its timings already list {} stages", f.timings.size());
   } catch (const std::exception& e) {
-    report(from, static_cast<uint32_t>(ErrorCode::kBadRequest),
-           fmt::format("node {}: micro-batch {} refused: {}", options_.node_id, f.micro_batch_id, e.what()));
+    report(from, ErrorCode::kBadRequest,
+           fmt::format("node {}: micro-batch {} refused: {}", options_.node_id, f.micro_batch_id, e.what()),
+           f.micro_batch_id);
     return;
   }
   const auto t0 = Clock::now();
   try {
     load_->stage->forward(batch, hidden_.data());
   } catch (const std::exception& e) {
-    report(from, static_cast<uint32_t>(ErrorCode::kForwardFailed),
-           fmt::format("node {}: micro-batch {} failed: {}", options_.node_id, f.micro_batch_id, e.what()));
+    report(from, ErrorCode::kForwardFailed,
+           fmt::format("node {}: micro-batch {} failed: {}", options_.node_id, f.micro_batch_id, e.what()),
+           f.micro_batch_id);
     return;
   }
   const double compute_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -386,26 +377,32 @@ void Worker::on_forward(const net::Forward& f, const net::Payload& body, const n
   ++forwards_;
   tokens_ += batch.size();
   bytes_in_ += f.hidden.bytes;
-  // Residence ends at the hand-over to the connection (after the encoding), the very instant
-  // stamped as the frame's send time, where the next hop begins.
-  auto encode = [&](const float* rows, size_t n_rows) {
+  // Residence ends at the hand-over to the connection (after the tensor's encoding; the send
+  // encodes the header), the very instant stamped as the frame's send time, where the next hop
+  // begins. `out` is the Forward or Hidden to send: it gets the records received plus ours.
+  auto encode = [&](auto& out, const float* rows, size_t n_rows) {
     const double bytes = static_cast<double>(n_rows * n_embd * net::dtype_size(load_->activations));
-    timings.push_back({0, compute_ms, bytes, hop_in.ms, hop_in.error_ms});
-    auto t = make_tensor(rows, n_rows, n_embd, load_->activations, timings);
+    out.timings.reserve(f.timings.size() + 1);
+    out.timings.assign(f.timings.begin(), f.timings.end());
+    out.timings.push_back({0, compute_ms, bytes, hop_in.ms, hop_in.error_ms});
+    auto t = make_tensor(rows, n_rows, n_embd, load_->activations);
+    out.hidden = t.ref;
     const auto sent = Clock::now();
     const double ms = std::chrono::duration<double, std::milli>(sent - received_at).count();
-    stamp_sent(t, sent, ms);
+    stamp_sent(out, sent, ms);
     busy_ms_ += ms;
     bytes_out_ += n_rows * n_embd * net::dtype_size(load_->activations);
-    return t;
+    return std::move(t.body);
   };
   if (load_->next) {
-    auto t = encode(hidden_.data(), batch.size());
-    if (!load_->next->send(net::Forward{f.micro_batch_id, f.tokens, t.ref, f.row_hints}, t.body))
-      report(from, static_cast<uint32_t>(ErrorCode::kNextHop),
+    net::Forward next{f.micro_batch_id, f.tokens, {}, f.row_hints};
+    auto next_body = encode(next, hidden_.data(), batch.size());
+    if (!load_->next->send(next, std::move(next_body)))
+      report(from, ErrorCode::kNextHop,
              fmt::format("node {}: cannot send micro-batch {} to next hop {}: {}", options_.node_id,
                          f.micro_batch_id, load_->next_name,
-                         load_->next->close_info() ? load_->next->close_info()->reason : "connection closed"));
+                         load_->next->close_info() ? load_->next->close_info()->reason : "connection closed"),
+             f.micro_batch_id);
     return;
   }
   gather_output_rows(batch, hidden_, static_cast<int64_t>(n_embd), out_rows_);
@@ -413,9 +410,8 @@ void Worker::on_forward(const net::Forward& f, const net::Payload& body, const n
   h.micro_batch_id = f.micro_batch_id;
   for (const auto& t : f.tokens)
     if (t.output) h.tokens.push_back(t);
-  auto t = encode(out_rows_.data(), h.tokens.size());
-  h.hidden = t.ref;
-  load_->coordinator->send(h, t.body);
+  auto hidden_body = encode(h, out_rows_.data(), h.tokens.size());
+  load_->coordinator->send(h, std::move(hidden_body));
 }
 
 }  // namespace baton::pipeline

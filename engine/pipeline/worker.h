@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -74,7 +75,9 @@ class Worker {
   void on_forward(const net::Forward& f, const net::Payload& body, const net::ConnectionPtr& from,
                   std::chrono::steady_clock::time_point received_at);
   void release(const char* why);
-  void report(const net::ConnectionPtr& from, uint32_t code, const std::string& message);
+  // `micro_batch`: the pass the report is about (ErrorReport.micro_batch_id), if any.
+  void report(const net::ConnectionPtr& from, net::ErrorCode code, const std::string& message,
+              std::optional<uint64_t> micro_batch = std::nullopt);
 
   WorkerOptions options_;
   net::Inbox inbox_;

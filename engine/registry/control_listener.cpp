@@ -62,7 +62,7 @@ void ControlListener::handle(net::Incoming& in) {
     if (s.node_id != hello_id) {
       spdlog::warn("registry event=refused node={} address={} reason=\"it authenticated as '{}'\"", s.node_id,
                    c->peer().address, hello_id);
-      c->send(net::ErrorReport{1, fmt::format("registered as '{}' on a connection authenticated as '{}'",
+      c->send(net::ErrorReport{net::ErrorCode::kBadRequest, fmt::format("registered as '{}' on a connection authenticated as '{}'",
                                               s.node_id, hello_id)});
       c->close("node id mismatch");
       return false;
@@ -77,7 +77,7 @@ void ControlListener::handle(net::Incoming& in) {
       else registry_.heartbeat(s, c->id());
     } catch (const Error& e) {
       spdlog::warn("registry event=refused address={} reason=\"{}\"", c->peer().address, e.what());
-      c->send(net::ErrorReport{1, e.what()});
+      c->send(net::ErrorReport{net::ErrorCode::kBadRequest, e.what()});
       c->close("invalid node record");
     }
   };

@@ -121,6 +121,17 @@ std::string etcd_error(const json& reply) {
   return message;
 }
 
+// The gRPC status code of etcd's error body ("code" from unary calls, "grpc_code" from
+// streaming ones); -1 when it has none.
+int etcd_grpc_code(const json& reply) {
+  if (!reply.is_object() || !reply.contains("error")) return -1;
+  const json& e = reply["error"];
+  const json& where = e.is_object() ? e : reply;
+  for (const char* code_field : {"code", "grpc_code"})
+    if (where.contains(code_field) && where[code_field].is_number_integer()) return where[code_field].get<int>();
+  return -1;
+}
+
 // An int64 field: a decimal string in the gateway's JSON, absent when zero.
 int64_t int64_field(const json& object, const char* field, const Site& site) {
   auto it = object.find(field);
@@ -205,7 +216,9 @@ json post(const std::string& host, uint16_t port, const EtcdClient::Options& opt
   if (reply.is_discarded())
     fail_at(site, "HTTP {}, reply is not JSON: '{}'", status, snippet(body));
   if (std::string error = etcd_error(reply); !error.empty())
-    fail_at(site, "etcd says: {} [HTTP {}]", error, status);
+    throw EtcdReplyError(fmt::format("etcd {}{} ({}): etcd says: {} [HTTP {}]", site.base_url, site.path,
+                                     site.operation, error, status),
+                         etcd_grpc_code(reply));
   if (status != 200) fail_at(site, "HTTP {}: '{}'", status, snippet(body));
   if (reply.contains("result")) reply = reply["result"];
   if (!reply.is_object()) fail_at(site, "reply is not a JSON object: '{}'", snippet(body));
@@ -236,8 +249,8 @@ bool EtcdClient::revoke_lease(int64_t lease) const {
   try {
     post(host_, port_, options_, site, {{"ID", std::to_string(lease)}});
     return true;
-  } catch (const Error& e) {
-    if (std::string_view(e.what()).find("lease not found") != std::string_view::npos) return false;
+  } catch (const EtcdReplyError& e) {
+    if (e.grpc_code() == kEtcdNotFound) return false;  // etcdserver: requested lease not found
     throw;
   }
 }

@@ -13,9 +13,22 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/base/error.h"
 #include "engine/cluster/etcd_url.h"
 
 namespace baton::registry {
+
+// An error body etcd itself answered, with its gRPC status code (5: NotFound, e.g. a lease
+// that does not exist; -1 when the body has none): callers decide on the code, not the text.
+class EtcdReplyError : public Error {
+ public:
+  EtcdReplyError(const std::string& what, int grpc_code) : Error(what), grpc_code_(grpc_code) {}
+  int grpc_code() const { return grpc_code_; }
+
+ private:
+  int grpc_code_;
+};
+inline constexpr int kEtcdNotFound = 5;  // gRPC NOT_FOUND
 
 // The smallest key greater than every key that starts with `prefix` (etcd's "prefix" range end).
 std::string etcd_prefix_end(std::string_view prefix);

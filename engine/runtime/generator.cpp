@@ -68,7 +68,7 @@ GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> p
   result.prompt_seconds = seconds_since(t0);
 
   auto t1 = std::chrono::steady_clock::now();
-  result.finish_reason = "length";
+  result.finish_reason = FinishReason::kLength;
   const SpecParams& spec = options.speculation;
   if (spec.enabled()) spec.validate();
   if (spec.enabled() && spec.mode == SpecMode::kDraft && !options.draft_model)
@@ -101,11 +101,11 @@ GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> p
     bool eog = options.is_end_of_generation && options.is_end_of_generation(step.token);
     result.steps.push_back(step);
     if (on_step && !on_step(result.steps.back())) {
-      result.finish_reason = "stop";
+      result.finish_reason = FinishReason::kStop;
       break;
     }
     if (eog) {
-      result.finish_reason = "stop";
+      result.finish_reason = FinishReason::kStop;
       break;
     }
     bool last = options.n_predict >= 0 && i + 1 == options.n_predict;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/model/model_head.h"
+#include "engine/runtime/finish_reason.h"
 #include "engine/runtime/layer_runner.h"
 #include "engine/runtime/speculation.h"
 #include "engine/sampling/logprobs.h"
@@ -43,7 +44,7 @@ struct GeneratedStep {
 
 struct GenerationResult {
   std::vector<GeneratedStep> steps;
-  std::string finish_reason;            // "stop" (end of generation / callback) or "length"
+  FinishReason finish_reason = FinishReason::kNone;  // kStop (end of generation / callback) or kLength
   double prompt_seconds = 0;
   double generation_seconds = 0;        // from the first to the last generated token
   SpecCounters speculation;             // draft tokens proposed and kept

@@ -205,7 +205,7 @@ void Scheduler::admit() {
   }
   for (auto& q : cancelled) {
     CompletionSummary summary;
-    summary.finish_reason = "cancelled";
+    summary.finish_reason = FinishReason::kCancelled;
     summary.prompt_tokens = q.request.prompt.size();
     summary.queue_seconds = seconds_since(q.submitted);
     q.handle->complete(std::move(summary));
@@ -213,7 +213,7 @@ void Scheduler::admit() {
   for (auto& q : taken) {
     const bool nothing_to_generate = q.request.max_tokens == 0;
     active_.push_back(start_sequence(q));
-    if (nothing_to_generate) end(*active_.back(), "length");
+    if (nothing_to_generate) end(*active_.back(), FinishReason::kLength);
   }
   remove_ended();
   publish_cache_stats();
@@ -264,7 +264,7 @@ void Scheduler::publish_cache_stats() {
 
 void Scheduler::drop_cancelled() {
   for (auto& seq : active_)
-    if (seq->in_flight == 0 && seq->cancelled()) end(*seq, "cancelled");
+    if (seq->in_flight == 0 && seq->cancelled()) end(*seq, FinishReason::kCancelled);
   remove_ended();
 }
 
@@ -410,7 +410,7 @@ void Scheduler::finish_oldest_pass() {
       row += rows;
     }
     if (seq.cancelled()) {
-      if (seq.in_flight == 0) end(seq, "cancelled");  // its later pieces' passes still name it
+      if (seq.in_flight == 0) end(seq, FinishReason::kCancelled);  // its later pieces' passes still name it
       continue;
     }
     if (!part.output) continue;
@@ -423,7 +423,7 @@ void Scheduler::finish_oldest_pass() {
       else
         ended = seq.accept(logits);
     } catch (const std::exception& e) {
-      end(seq, "error", e.what());
+      end(seq, FinishReason::kError, e.what());
       continue;
     }
     {
@@ -438,12 +438,12 @@ void Scheduler::finish_oldest_pass() {
   remove_ended();
 }
 
-void Scheduler::end(ActiveSequence& seq, const std::string& reason, const std::string& error) {
+void Scheduler::end(ActiveSequence& seq, FinishReason reason, const std::string& error, ErrorKind kind) {
   if (seq.ended()) return;
   // Cache and stats first: whoever sees the request done sees its slot free (or holding a
   // prefix for the next request).
   std::vector<int32_t> reusable;
-  if (options_.cache_prompt && seq.cache_prompt() && reason != "error" && seq.in_flight == 0)
+  if (options_.cache_prompt && seq.cache_prompt() && reason != FinishReason::kError && seq.in_flight == 0)
     reusable = seq.reusable_tokens(static_cast<size_t>(options_.n_batch));
   if (!reusable.empty()) {
     prefix_cache_.put(seq.id(), std::move(reusable));
@@ -459,9 +459,9 @@ void Scheduler::end(ActiveSequence& seq, const std::string& reason, const std::s
   {
     std::lock_guard lock(mutex_);
     --stats_.active;
-    if (reason == "error") ++stats_.failed;
+    if (reason == FinishReason::kError) ++stats_.failed;
   }
-  seq.finish(reason, error);
+  seq.finish(reason, error, kind);
 }
 
 void Scheduler::fail_all(const std::string& error) {
@@ -469,7 +469,7 @@ void Scheduler::fail_all(const std::string& error) {
   forget_cached_prefixes();
   for (auto& seq : active_) {
     seq->in_flight = 0;
-    end(*seq, "error", error);
+    end(*seq, FinishReason::kError, error);
   }
   remove_ended();
 }
@@ -525,7 +525,7 @@ void Scheduler::shut_down() {
   }
   for (auto& seq : active_) {
     seq->in_flight = 0;
-    end(*seq, "error", message);
+    end(*seq, FinishReason::kError, message, ErrorKind::kShuttingDown);
   }
   remove_ended();
   forget_cached_prefixes();
@@ -538,7 +538,8 @@ void Scheduler::shut_down() {
   }
   for (auto& q : queued) {
     CompletionSummary summary;
-    summary.finish_reason = "error";
+    summary.finish_reason = FinishReason::kError;
+    summary.error_kind = ErrorKind::kShuttingDown;
     summary.error = message;
     summary.prompt_tokens = q.request.prompt.size();
     summary.queue_seconds = seconds_since(q.submitted);

@@ -26,6 +26,7 @@
 
 #include "engine/base/error.h"
 #include "engine/model/model_head.h"
+#include "engine/runtime/finish_reason.h"
 #include "engine/runtime/layer_runner.h"
 #include "engine/runtime/speculation.h"
 #include "engine/sampling/logprobs.h"
@@ -87,9 +88,18 @@ struct TokenEvent {
   std::vector<TokenLogprob> top;     // when n_top_logprobs > 0, best first
 };
 
+// Which kind of failure ended a request (finish_reason kError): what the HTTP status is chosen
+// from (502 for kFailed, 503 for kShuttingDown), never the text of the message.
+enum class ErrorKind : uint8_t {
+  kNone,          // the request did not fail
+  kFailed,        // generation failed: the runner (a node, named in the message) or the sampler
+  kShuttingDown,  // the server stopped before the request ended
+};
+
 struct CompletionSummary {
-  std::string finish_reason;         // "stop", "length", "cancelled" or "error"
-  std::string error;                 // for "error": what failed, naming the node if remote
+  FinishReason finish_reason = FinishReason::kNone;  // kStop, kLength, kCancelled or kError
+  ErrorKind error_kind = ErrorKind::kNone;            // for kError: which kind
+  std::string error;                 // for kError: what failed, naming the node if remote
   size_t prompt_tokens = 0;
   size_t cached_tokens = 0;          // of prompt_tokens, served from a cached prefix's KV
   size_t completion_tokens = 0;
@@ -220,7 +230,8 @@ class Scheduler {
   void submit_passes();
   void finish_oldest_pass();
   // Ends a sequence: publishes its summary, frees its cache, removes it from active_.
-  void end(ActiveSequence& seq, const std::string& reason, const std::string& error = {});
+  void end(ActiveSequence& seq, FinishReason reason, const std::string& error = {},
+           ErrorKind kind = ErrorKind::kFailed);
   void fail_all(const std::string& error);
   // A runner failure: repair and rebuild the active sequences, or fail them all.
   void runner_failed(const std::string& error);

@@ -136,18 +136,19 @@ bool ActiveSequence::accept(std::span<const float> logits) {
     if (!stop_.stopped()) event.text += stop_.flush();
   }
   if (stop_.stopped() || eog || grammar_done)
-    end_reason_ = "stop";
+    end_reason_ = FinishReason::kStop;
   else if (length)
-    end_reason_ = "length";
+    end_reason_ = FinishReason::kLength;
   handle_->publish(std::move(event));
-  return !end_reason_.empty();
+  return end_reason_ != FinishReason::kNone;
 }
 
-void ActiveSequence::finish(const std::string& reason, const std::string& error) {
+void ActiveSequence::finish(FinishReason reason, const std::string& error, ErrorKind kind) {
   if (ended_) return;
   ended_ = true;
   CompletionSummary summary;
   summary.finish_reason = reason;
+  summary.error_kind = reason == FinishReason::kError ? kind : ErrorKind::kNone;
   summary.error = error;
   summary.prompt_tokens = n_prompt_;
   summary.cached_tokens = n_reused_;

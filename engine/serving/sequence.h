@@ -85,10 +85,10 @@ class ActiveSequence {
   // Returns whether the sequence ended (as accept()) and counts the tokens it generated.
   bool accept_verified(std::span<const float> logits, size_t n_vocab, size_t& generated);
   const SpecCounters& speculation() const { return spec_counters_; }
-  // The reason accept() ended the sequence ("stop" or "length").
-  const std::string& end_reason() const { return end_reason_; }
-  // Publishes the summary with `reason` (and `error` for "error"); idempotent.
-  void finish(const std::string& reason, const std::string& error = {});
+  // The reason accept() ended the sequence (kStop or kLength; kNone while it goes on).
+  FinishReason end_reason() const { return end_reason_; }
+  // Publishes the summary with `reason` (and for kError `error` and its kind); idempotent.
+  void finish(FinishReason reason, const std::string& error = {}, ErrorKind kind = ErrorKind::kNone);
 
   size_t n_prompt() const { return n_prompt_; }
   size_t n_generated() const { return n_generated_; }
@@ -116,7 +116,7 @@ class ActiveSequence {
   size_t n_reused_ = 0;
   size_t n_generated_ = 0;
   bool ended_ = false;
-  std::string end_reason_;
+  FinishReason end_reason_ = FinishReason::kNone;
 
   Clock::time_point submitted_, first_pass_, first_token_, last_token_;
   bool started_ = false;

@@ -73,7 +73,9 @@ inline std::vector<Sample> all_samples() {
   prepare.layer_last = 31;
   prepare.next_hop = NextHop{"127.0.0.1", 9002, "w2"};
   prepare.activation_dtype = DType::kF16;
-  prepare.options = {{"n_ctx", "4096"}, {"threads", "8"}};
+  prepare.options = {{"coordinator", "engine-coordinator pid 7 on h"}, {"threads", "8"}};
+  prepare.n_ctx = 4096;
+  prepare.max_sequences = 4;
   out.push_back({prepare, {}});
   out.push_back({Ready{7, 4ull << 30, 1234}, {}});
   out.push_back({Failed{7, "layer 17: tensor blk.17.attn_q.weight missing"}, {}});
@@ -84,6 +86,8 @@ inline std::vector<Sample> all_samples() {
   forward.tokens = {{0, 5, false}, {1, 9, true}};
   forward.hidden = TensorRef{DType::kF32, {2, 4}, 0, 32};
   forward.row_hints = {6, 1};
+  forward.sent_ns = 1234567890123;
+  forward.timings = {{1.5, 1.25, 64, 0.125, 0.0625}};
   std::vector<uint8_t> fbody(32);
   for (size_t i = 0; i < fbody.size(); ++i) fbody[i] = static_cast<uint8_t>(i);
   out.push_back({forward, fbody});
@@ -91,6 +95,8 @@ inline std::vector<Sample> all_samples() {
   hidden.micro_batch_id = 42;
   hidden.tokens = {{1, 9, true}};
   hidden.hidden = TensorRef{DType::kBF16, {1, 4}, 8, 8};
+  hidden.sent_ns = 1234567899999;
+  hidden.timings = {{1.5, 1.25, 64, 0.125, 0.0625}, {2.5, 2.0, 16, 0.25, -1}};
   std::vector<uint8_t> hbody(16, 0xAB);
   out.push_back({hidden, hbody});
   out.push_back({ResetSequence{{3, 4, 5}, false}, {}});
@@ -98,7 +104,7 @@ inline std::vector<Sample> all_samples() {
   out.push_back({Heartbeat{sample_status()}, {}});
   out.push_back({StatsRequest{}, {}});
   out.push_back({Stats{{{"tokens_per_s", 12.5}, {"queue_depth", 3}}}, {}});
-  out.push_back({ErrorReport{3, "sequence 9 unknown"}, {}});
+  out.push_back({ErrorReport{ErrorCode::kBadRequest, "sequence 9 unknown", 42}, {}});
   out.push_back({Goodbye{"shutting down"}, {}});
   out.push_back({ClockPing{1234567890123}, {}});
   out.push_back({ClockPong{1234567890123, -987654321, -987000000}, {}});

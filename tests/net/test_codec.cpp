@@ -140,6 +140,65 @@ TEST_CASE("decoder rejects tensors that disagree with their shape, dtype or the 
   expect_error(Register{s}, 0, "first > last");
 }
 
+TEST_CASE("protocol 4's typed fields are range-checked with messages naming the field") {
+  auto refused = [](const Message& m, uint64_t body_bytes, const std::string& needle) {
+    auto problem = check_message(m, body_bytes);
+    REQUIRE(problem.has_value());
+    INFO(*problem);
+    CHECK(problem->find(needle) != std::string::npos);
+    CHECK_THROWS_AS(encode_header(m, body_bytes), baton::Error);
+  };
+  // ErrorReport: a known code and, when about a pass, its micro-batch id (absent != 0).
+  ErrorReport e{ErrorCode::kForwardFailed, "node w2: micro-batch 0 failed", 0};
+  CHECK(round_trip(e, {}) == Message(e));
+  e.micro_batch_id.reset();
+  CHECK(round_trip(e, {}) == Message(e));
+  e.micro_batch_id = ~0ull;
+  CHECK(round_trip(e, {}) == Message(e));
+  refused(ErrorReport{static_cast<ErrorCode>(6), "?"}, 0, "ErrorReport.code: 6 is not a known error code (0..5");
+
+  // Prepare: n_ctx fits the engine's int32 positions, at least one sequence and a bounded count.
+  Prepare p{1, "", "", 0, 3, {}, DType::kF32, {}};
+  CHECK(std::get<Prepare>(round_trip(p, {})).max_sequences == 1);  // absent: one slot, as before
+  p.n_ctx = kMaxContext;
+  p.max_sequences = kMaxSequences;
+  CHECK(round_trip(p, {}) == Message(p));
+  p.n_ctx = kMaxContext + 1;
+  refused(p, 0, "Prepare.n_ctx: 2147483648 is outside 0..2147483647");
+  p.n_ctx = 4096;
+  p.max_sequences = 0;
+  refused(p, 0, "Prepare.max_sequences: 0 is outside 1..65536");
+  p.max_sequences = kMaxSequences + 1;
+  refused(p, 0, "Prepare.max_sequences: 65537 is outside 1..65536");
+
+  // Forward/Hidden timings: times >= 0 and finite, a hop may be < 0 (not measured: error < 0).
+  Forward f;
+  f.tokens = {{0, 0, true}};
+  f.hidden = TensorRef{DType::kF32, {1, 4}, 0, 16};
+  f.sent_ns = 5;
+  f.timings = {{0.5, 0.25, 16, -0.01, -1}};
+  CHECK(round_trip(f, std::vector<uint8_t>(16)) == Message(f));
+  Forward g = f;
+  g.sent_ns = -1;
+  refused(g, 16, "Forward.sent_ns: -1 is negative");
+  g = f;
+  g.timings[0].residence_ms = -0.5;
+  refused(g, 16, "Forward.timings[0].residence_ms: -0.5 is not a finite value >= 0");
+  g = f;
+  g.timings[0].bytes_out = std::numeric_limits<double>::infinity();
+  refused(g, 16, "Forward.timings[0].bytes_out");
+  g = f;
+  g.timings[0].hop_in_error_ms = std::numeric_limits<double>::quiet_NaN();
+  refused(g, 16, "Forward.timings[0].hop_in_error_ms: nan is not finite");
+  g = f;
+  g.timings.assign(kMaxStageTimings + 1, StageTiming{});
+  refused(g, 16, "Forward.timings: 4097 items, at most 4096 allowed");
+  Hidden h{1, f.tokens, f.hidden, 7, {{1, 1, 16, 0, -1}, {1, 1, 16, 0.5, 0.01}}};
+  CHECK(round_trip(h, std::vector<uint8_t>(16)) == Message(h));
+  h.timings[1].compute_ms = -2;
+  refused(h, 16, "Hidden.timings[1].compute_ms");
+}
+
 TEST_CASE("a frame whose length disagrees with its prefix is rejected") {
   auto frame = encode_frame(Commit{5});
   auto longer = frame;

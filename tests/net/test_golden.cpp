@@ -2,6 +2,9 @@
 // longer read new frames (or the reverse): bump kProtocolVersion or fix the change. Decoding
 // the committed bytes checks that today's decoder still reads what the current version wrote.
 // Version 3 changed only the Hello (its protocol_version field); sealing happens after encoding.
+// Version 4 changed the Hello (version) and, through their samples' new typed fields, the Prepare
+// (n_ctx, max_sequences), Forward and Hidden (sent_ns, timings) and ErrorReport (micro_batch_id);
+// every other frame kept its bytes.
 // Regenerate (only for a deliberate protocol change): BATON_PRINT_GOLDEN=1 ./test_net "[golden]"
 #include <catch2/catch.hpp>
 

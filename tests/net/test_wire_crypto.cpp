@@ -4,6 +4,7 @@
 // authentication error and deliver nothing from the bad frame on. A tap checks activations
 // never cross the wire in the clear unless the cluster runs --insecure.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <mutex>
@@ -307,7 +308,17 @@ TEST_CASE("a version-2 peer (no sealed frames) gets a clear version error") {
   REQUIRE(eventually([&] { return server.rejections().size() == 1; }));
   CHECK(server.rejections()[0].kind == CloseKind::kVersion);
   CHECK_THAT(server.rejections()[0].reason,
-             Catch::Contains("version 2") && Catch::Contains("version 3"));
+             Catch::Contains("version 2") && Catch::Contains(fmt::format("version {}", kProtocolVersion)));
+}
+
+TEST_CASE("a version-3 peer (text-typed errors, timing trailer) gets a clear version error") {
+  WallClockBound bound(30s, "protocol 3 peer");
+  EchoServer server(node_options("server", AuthConfig::with_secret(kSecret)));
+  RawSocket raw = RawSocket::connect_to(server.port);
+  CHECK_FALSE(raw.handshake("old", kSecret, 3));
+  REQUIRE(eventually([&] { return server.rejections().size() == 1; }));
+  CHECK(server.rejections()[0].kind == CloseKind::kVersion);
+  CHECK_THAT(server.rejections()[0].reason, Catch::Contains("version 3") && Catch::Contains("version 4"));
 }
 
 TEST_CASE("a plaintext frame after a secure handshake is refused") {

@@ -1,4 +1,4 @@
-// Per-hop network time (docs/PROTOCOL.md "Per-hop network time"): the timing trailer's
+// Per-hop network time (docs/PROTOCOL.md "Per-hop network time"): the timing fields'
 // hand-over stamps and hop records, and on real engine-worker processes: every hop measured,
 // >= 0, summing to the all-hops total within the error bounds, and a slow link showing up on
 // exactly its own hop.
@@ -14,6 +14,7 @@
 #include "engine/pipeline/cluster.h"
 #include "engine/pipeline/wire.h"
 #include "engine/runtime/generator.h"
+#include "net/codec.h"
 
 namespace {
 
@@ -40,25 +41,30 @@ double per_pass(const baton::pipeline::HopMetrics& h) { return h.network_ms / st
 
 }  // namespace
 
-TEST_CASE("the timing trailer carries the hand-over time and each stage's hop record", "[pipeline]") {
+TEST_CASE("the timing fields carry the hand-over time and each stage's hop record", "[pipeline]") {
+  // Protocol 4: the former body trailer is Forward/Hidden.sent_ns and .timings (adapted from the
+  // trailer test: the same values, read back from a decoded frame instead of the body).
   const float rows[2 * 3] = {1, 2, 3, 4, 5, 6};
-  std::vector<baton::pipeline::StageTiming> timings = {{1.5, 1.0, 24, 0.25, 0.01}, {0, 2.0, 12, 0.5, -1}};
-  auto t = baton::pipeline::make_tensor(rows, 2, 3, baton::net::DType::kF16, timings);
+  auto t = baton::pipeline::make_tensor(rows, 2, 3, baton::net::DType::kF16);
+  CHECK(t.body.size() == t.ref.bytes);  // the body is the tensor alone
+  baton::net::Hidden h{7, {{0, 1, true}, {1, 2, true}}, t.ref};
+  h.timings = {{1.5, 1.0, 24, 0.25, 0.01}, {0, 2.0, 12, 0.5, -1}};
   const auto sent = Clock::now();
-  baton::pipeline::stamp_sent(t, sent, 3.25);
-  auto trailer = baton::pipeline::read_trailer(t.ref, t.body, "test");
-  REQUIRE(trailer);
-  CHECK(trailer->sent_ns == baton::pipeline::steady_ns(sent));
-  REQUIRE(trailer->stages.size() == 2);
-  CHECK(trailer->stages[0].residence_ms == 1.5);
-  CHECK(trailer->stages[0].hop_in_ms == 0.25);
-  CHECK(trailer->stages[0].hop_in_error_ms == 0.01);
-  CHECK(trailer->stages[1].residence_ms == 3.25);  // stamped with the hand-over
-  CHECK(trailer->stages[1].hop_in_error_ms == -1);
-  // A trailer cut short is refused with a message, never read past the body.
-  auto bytes = t.body.bytes();
-  auto cut = baton::net::Payload::copy_of(std::vector<uint8_t>(bytes.begin(), bytes.end() - 4));
-  CHECK_THROWS_WITH(baton::pipeline::read_trailer(t.ref, cut, "Forward"), Catch::Contains("not a timing trailer"));
+  baton::pipeline::stamp_sent(h, sent, 3.25);
+  const auto frame = baton::net::encode_frame(h, t.body.bytes());
+  auto decoded = baton::net::decode_frame(frame, baton::net::FrameLimits{});
+  REQUIRE(decoded.ok());
+  const auto& back = std::get<baton::net::Hidden>(decoded->message);
+  CHECK(back.sent_ns == baton::pipeline::steady_ns(sent));
+  REQUIRE(back.timings.size() == 2);
+  CHECK(back.timings[0].residence_ms == 1.5);
+  CHECK(back.timings[0].hop_in_ms == 0.25);
+  CHECK(back.timings[0].hop_in_error_ms == 0.01);
+  CHECK(back.timings[1].residence_ms == 3.25);  // stamped with the hand-over
+  CHECK(back.timings[1].hop_in_error_ms == -1);
+  // A record that is not a time is refused with a message naming the field.
+  h.timings[1].compute_ms = -1;
+  CHECK_THROWS_WITH(baton::net::encode_frame(h, t.body.bytes()), Catch::Contains("Hidden.timings[1].compute_ms"));
   // hop = receipt - (sent - offset): a peer clock 5 ms ahead of ours, 1 ms on the wire.
   const auto received = sent + 1ms;
   auto hop = baton::pipeline::hop_time(baton::pipeline::steady_ns(sent) + 5'000'000, received,

@@ -242,6 +242,8 @@ TEST_CASE("hostile peers are refused and the worker keeps serving", "[pipeline]"
     REQUIRE(reply);
     REQUIRE(std::holds_alternative<baton::net::ErrorReport>(*reply));
     CHECK(std::get<baton::net::ErrorReport>(*reply).message.find("node-01") != std::string::npos);
+    CHECK(std::get<baton::net::ErrorReport>(*reply).code == baton::net::ErrorCode::kNotServing);
+    CHECK(std::get<baton::net::ErrorReport>(*reply).micro_batch_id == std::optional<uint64_t>(9));
   }
   // Still serving a good coordinator, bitwise as before.
   baton::pipeline::ClusterOptions co;
@@ -321,7 +323,8 @@ TEST_CASE("Forwards that overtake the Commit wait for it, in order, with the sam
   p.model_identity = baton::gguf::model_identity(*file);
   p.layer_first = 0;
   p.layer_last = 4;
-  p.options = {{baton::pipeline::kOptionNCtx, "32"}, {baton::pipeline::kOptionMaxSequences, "4"}};
+  p.n_ctx = 32;  // typed Prepare fields since protocol 4 (were the string options n_ctx / max_sequences)
+  p.max_sequences = 4;
   REQUIRE(raw.send_message(p));
   REQUIRE(std::holds_alternative<net::Ready>(next().first));
 

@@ -191,7 +191,7 @@ TEST_CASE("json logs, access lines, per-node readings and the up gauge with two 
   CHECK(m.find("baton_node_up{node=\"w1\",role=\"worker\"} 1\n") != std::string::npos);
   CHECK(m.find("baton_node_up{node=\"w2\",role=\"worker\"} 1\n") != std::string::npos);
   CHECK(m.find("baton_build_info{version=\"") != std::string::npos);
-  CHECK(m.find(",protocol=\"3\"} 1\n") != std::string::npos);
+  CHECK(m.find(",protocol=\"4\"} 1\n") != std::string::npos);
   CHECK(m.find("\nprocess_resident_memory_bytes ") != std::string::npos);
   CHECK(m.find("\nprocess_cpu_seconds_total ") != std::string::npos);
   CHECK(m.find("\nprocess_open_fds ") != std::string::npos);

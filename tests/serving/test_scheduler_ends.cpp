@@ -278,6 +278,7 @@ TEST_CASE("scheduler: a failing runner ends the running requests with its messag
     auto got = drain(*h);
     CHECK(got.summary.finish_reason == "error");
     CHECK(got.summary.error == message);
+    CHECK(got.summary.error_kind == ErrorKind::kFailed);  // the HTTP layer's 502, from the type
   }
   CHECK(scheduler.stats().failed == 2);
   CHECK(model->layers().active_sequences() == 0);
@@ -326,6 +327,7 @@ TEST_CASE("scheduler: destroying it ends running and queued requests with an err
     auto got = drain(*h);
     CHECK(got.summary.finish_reason == "error");
     CHECK(got.summary.error == "server shutting down");
+    CHECK(got.summary.error_kind == ErrorKind::kShuttingDown);  // the HTTP layer's 503, never read from the text
   }
   CHECK(model->layers().active_sequences() == 0);
 }

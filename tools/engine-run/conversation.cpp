@@ -140,7 +140,7 @@ int run_conversation(const gguf::GgufFile& file, const tokenizer::Tokenizer& tok
     const bool stopped = g_interrupted.exchange(false);
     const double tg = result.steps.size() > 1 ? (result.steps.size() - 1) / std::max(result.generation_seconds, 1e-9) : 0;
     fmt::print(stderr, "[{} tokens, {:.1f} tokens/s, prompt {} tokens{}]\n", result.steps.size(), tg, prompt.size(),
-               stopped ? ", stopped" : result.finish_reason == "length" ? ", length limit" : "");
+               stopped ? ", stopped" : result.finish_reason == baton::FinishReason::kLength ? ", length limit" : "");
     history.push_back({"assistant", reply});
   }
   return 0;

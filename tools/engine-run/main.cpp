@@ -194,7 +194,7 @@ int run(const Options& o) {
         {"n_predict", o.n_predict},
         {"tokens", tokens},
         {"text", tok.decode(text_tokens)},
-        {"finish_reason", result.finish_reason},
+        {"finish_reason", std::string(baton::to_string(result.finish_reason))},
         {"steps", steps},
         {"timings",
          {{"prompt_tokens_per_second", pp},
@@ -209,7 +209,7 @@ int run(const Options& o) {
   } else {
     fmt::print("{}\n", stream.flush());
     fmt::print(stderr, "\nprompt: {} tokens, {:.1f} t/s | generated: {} tokens, {:.1f} t/s | finish: {}\n",
-               prompt_tokens.size(), pp, result.steps.size(), tg, result.finish_reason);
+               prompt_tokens.size(), pp, result.steps.size(), tg, baton::to_string(result.finish_reason));
     if (result.speculation.drafted > 0)
       fmt::print(stderr, "speculation: {} of {} draft tokens kept, {:.2f} tokens per pass\n",
                  result.speculation.accepted, result.speculation.drafted,
