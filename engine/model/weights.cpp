@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "engine/base/error.h"
-#include "kernels/type_ops.h"
+#include "kernels/core/type_ops.h"
 
 namespace baton {
 namespace {

@@ -26,7 +26,7 @@
 #include "engine/runtime/layer_runner.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gguf/gguf_file.h"
-#include "kernels/thread_pool.h"
+#include "kernels/core/thread_pool.h"
 #include "net/inbox.h"
 #include "net/node.h"
 

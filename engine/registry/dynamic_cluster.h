@@ -44,7 +44,7 @@
 #include "engine/registry/planner.h"
 #include "engine/runtime/layer_runner.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "kernels/thread_pool.h"
+#include "kernels/core/thread_pool.h"
 
 namespace baton::registry {
 

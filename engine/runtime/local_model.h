@@ -13,7 +13,7 @@
 #include "engine/runtime/local_layers.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gguf/gguf_file.h"
-#include "kernels/thread_pool.h"
+#include "kernels/core/thread_pool.h"
 
 namespace baton {
 

@@ -10,11 +10,11 @@
 
 #include "engine/base/fp16.h"
 #include "engine/base/ggml_type.h"
-#include "kernels/blocks_k.h"
-#include "kernels/isa.h"
-#include "kernels/kq_lanes_kernels.h"
-#include "kernels/kquant_kernels.h"
-#include "kernels/type_ops.h"
+#include "kernels/kquant/blocks.h"
+#include "kernels/core/isa.h"
+#include "kernels/kquant/qx_K_lanes.h"
+#include "kernels/kquant/kernels.h"
+#include "kernels/core/type_ops.h"
 
 namespace baton::test::kq {
 
