@@ -1,5 +1,5 @@
-// The two 256-bit integer tiers one AVX2 kernel body is built for (kernels/CMakeLists.txt compiles
-// block32/block32_gemm_avx2.cpp, kquant/qx_K_ops_avx2.cpp, kquant/qx_K_gemm_lanes_avx2.cpp and kquant/q5_K_gemm_x16p_avx2.cpp twice):
+// The two 256-bit integer tiers one AVX2 kernel body (*_simd256.inc) is built for; the namespace
+// is BATON_KERNEL_NS, set by the per-ISA file kernels/CMakeLists.txt generates for the body:
 //   avx2     x86-64-v3: int8 dot products by vpmaddubsw (+ vpmaddwd + vpaddd);
 //   avxvnni  the same plus -mavxvnni and BATON_AVXVNNI: vpdpbusd / vpdpwssd (VEX encodings, the
 //            12th-gen-and-later Intel laptops without AVX-512).
@@ -9,13 +9,8 @@
 
 #include <immintrin.h>
 
-#if defined(BATON_AVXVNNI)
-#if !defined(__AVXVNNI__)
+#if defined(BATON_AVXVNNI) && !defined(__AVXVNNI__)
 #error "BATON_AVXVNNI is the AVX-VNNI tier: build with -mavxvnni"
-#endif
-#define BATON_SIMD256_NS avxvnni
-#else
-#define BATON_SIMD256_NS avx2
 #endif
 
 namespace baton::kernels::dot256 {

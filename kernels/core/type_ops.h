@@ -10,20 +10,19 @@
 
 #include "engine/base/ggml_type.h"
 #include "kernels/core/isa.h"
+#include "kernels/core/kernel_kinds.h"
 
 namespace baton::kernels {
 
-// Dequantizes n elements (a multiple of the block size) to f32.
-using ToFloatFn = void (*)(const void* src, float* dst, int64_t n);
-// Quantizes n elements (a multiple of the block size) from f32.
-using FromFloatFn = void (*)(const float* src, void* dst, int64_t n);
-// out[t * out_stride + r] = dot(w row r, a row t) for r < n_rows, t < n_tok; each row has k
-// elements (a multiple of the block size). w rows are w_stride bytes apart, a rows (already in
-// vec_dot_type) a_stride bytes apart. Contract: every output element is bitwise identical to
-// what the call with n_rows = 1, n_tok = 1 gives for it (batch invariance).
-using GemmFn = void (*)(int64_t k, const void* w, size_t w_stride, int64_t n_rows,
-                        const void* a, size_t a_stride, int64_t n_tok,
-                        float* out, size_t out_stride);
+// Pointers to the kernel kinds of core/kernel_kinds.h. GemmFn's contract: out[t * out_stride + r] =
+// dot(w row r, a row t) for r < n_rows, t < n_tok; each row has k elements (a multiple of the block
+// size). w rows are w_stride bytes apart, a rows (already in vec_dot_type) a_stride bytes apart.
+// Every output element is bitwise identical to what the call with n_rows = 1, n_tok = 1 gives for
+// it (batch invariance).
+using ToFloatFn = ToFloatKernel*;
+using FromFloatFn = FromFloatKernel*;
+using GemmFn = GemmKernel*;
+using RepackFn = RepackKernel*;
 
 struct TypeOps {
   GgmlType type = GgmlType::kF32;
@@ -51,8 +50,8 @@ struct TypeOps {
   // gemm_grouped_repacked) are unrepacked into scratch by MatmulDriver first. repack_rows = 0: no
   // such layout here.
   int32_t repack_rows = 0;
-  void (*repack)(const void* src, void* dst, int64_t n_rows, int64_t k) = nullptr;
-  void (*unrepack)(const void* src, void* dst, int64_t n_rows, int64_t k) = nullptr;
+  RepackFn repack = nullptr;
+  RepackFn unrepack = nullptr;
   GemmFn gemm_repacked = nullptr;
   // gemm_grouped's results on repacked groups (same contract as gemm_repacked); nullptr: grouped
   // rows of repacked weights are unrepacked into scratch and go to gemm_grouped.

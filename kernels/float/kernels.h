@@ -11,48 +11,34 @@
 //   accumulators x 8 lanes, folded (0+2)+(1+3), then the 8 lanes (hadd tree for F32/F16,
 //   movehl tree for BF16); the k mod 32 leftovers' products: F32 added to the f32 sum (not
 //   fused), F16/BF16 added in double (then rounded to f32).
-// Signatures are those of ToFloatFn / FromFloatFn / GemmFn (type_ops.h). Rows of any length
+// Declared through the kernel kinds of core/kernel_kinds.h. Rows of any length
 // k >= 1; no alignment is assumed anywhere.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
+#include "kernels/core/kernel_kinds.h"
 
 namespace baton::kernels {
 
-#define BATON_FLOAT_GEMM_DECL(name)                                                            \
-  void name(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,          \
-            size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
-
-#define BATON_FLOAT_KERNELS_DECL                                                               \
-  void f16_to_float(const void* src, float* dst, int64_t n);                                   \
-  void bf16_to_float(const void* src, float* dst, int64_t n);                                  \
-  void float_to_f16(const float* src, void* dst, int64_t n);                                   \
-  void float_to_bf16(const float* src, void* dst, int64_t n);                                  \
-  BATON_FLOAT_GEMM_DECL(gemm_f32)                                                              \
-  BATON_FLOAT_GEMM_DECL(gemm_f16)                                                              \
-  BATON_FLOAT_GEMM_DECL(gemm_bf16)                                                             \
-  BATON_FLOAT_GEMM_DECL(gemm_f32_single)                                                       \
-  BATON_FLOAT_GEMM_DECL(gemm_f16_single)                                                       \
-  BATON_FLOAT_GEMM_DECL(gemm_bf16_single)
-
 namespace scalar {
-BATON_FLOAT_KERNELS_DECL
+ToFloatKernel f16_to_float, bf16_to_float;
+FromFloatKernel float_to_f16, float_to_bf16;
+GemmKernel gemm_f32, gemm_f16, gemm_bf16, gemm_f32_single, gemm_f16_single, gemm_bf16_single;
 // F32 needs no conversion: these copy (the same for every ISA).
-void copy_f32(const float* src, void* dst, int64_t n);
-void f32_to_float(const void* src, float* dst, int64_t n);
+FromFloatKernel copy_f32;
+ToFloatKernel f32_to_float;
 }  // namespace scalar
 
 namespace avx2 {
-BATON_FLOAT_KERNELS_DECL
+ToFloatKernel f16_to_float, bf16_to_float;
+FromFloatKernel float_to_f16, float_to_bf16;
+GemmKernel gemm_f32, gemm_f16, gemm_bf16, gemm_f32_single, gemm_f16_single, gemm_bf16_single;
 }  // namespace avx2
 
 namespace avx512 {
-BATON_FLOAT_KERNELS_DECL
+ToFloatKernel f16_to_float, bf16_to_float;
+FromFloatKernel float_to_f16, float_to_bf16;
+GemmKernel gemm_f32, gemm_f16, gemm_bf16, gemm_f32_single, gemm_f16_single, gemm_bf16_single;
 }  // namespace avx512
-
-#undef BATON_FLOAT_KERNELS_DECL
-#undef BATON_FLOAT_GEMM_DECL
 
 // llama.cpp's tinyBLAS handles only weights with a multiple of this many rows (and k % 8 == 0).
 constexpr int32_t kTinyBlasRowMultiple = 4;

@@ -1,6 +1,6 @@
 // Kernels of the K-quant formats (Q2_K Q3_K Q4_K Q5_K Q6_K, and Q8_K for their activations),
-// one function per (op, type, ISA). Signatures are those of ToFloatFn / FromFloatFn / GemmFn
-// (type_ops.h); layouts in kquant/blocks.h.
+// one function per (op, type, ISA). Declared through the kernel kinds
+// of core/kernel_kinds.h; layouts in kquant/blocks.h.
 //
 // What the gemms compute, in every ISA, for one weight row w and one Q8_K activation row a.
 // The integer parts are exact whatever the instruction order (they are llama.cpp's), and the
@@ -29,80 +29,38 @@
 // them unwritten.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
+#include "kernels/core/kernel_kinds.h"
 
 namespace baton::kernels {
 
 namespace scalar {
-void dequantize_q2_k(const void* src, float* dst, int64_t n);
-void dequantize_q3_k(const void* src, float* dst, int64_t n);
-void dequantize_q4_k(const void* src, float* dst, int64_t n);
-void dequantize_q5_k(const void* src, float* dst, int64_t n);
-void dequantize_q6_k(const void* src, float* dst, int64_t n);
-void dequantize_q8_k(const void* src, float* dst, int64_t n);
-void quantize_q8_k(const float* src, void* dst, int64_t n);
-void quantize_q2_k_ref(const float* src, void* dst, int64_t n);
-void quantize_q3_k_ref(const float* src, void* dst, int64_t n);
-void quantize_q4_k_ref(const float* src, void* dst, int64_t n);
-void quantize_q5_k_ref(const float* src, void* dst, int64_t n);
-void quantize_q6_k_ref(const float* src, void* dst, int64_t n);
-void gemm_q2_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
-void gemm_q3_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
-void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
-void gemm_q4_k_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                       int64_t n_tok, float* out, size_t out_stride);
-void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
-void gemm_q6_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
+ToFloatKernel dequantize_q2_k, dequantize_q3_k, dequantize_q4_k, dequantize_q5_k, dequantize_q6_k, dequantize_q8_k;
+FromFloatKernel quantize_q8_k;
+FromFloatKernel quantize_q2_k_ref, quantize_q3_k_ref, quantize_q4_k_ref, quantize_q5_k_ref, quantize_q6_k_ref;
+GemmKernel gemm_q2_k, gemm_q3_k, gemm_q4_k, gemm_q4_k_grouped, gemm_q5_k, gemm_q6_k;
 }  // namespace scalar
 
-// AVX2 + FMA + F16C (x86-64-v3); avxvnni: the same code built with AVX-VNNI (simd256_tier.h).
-#define BATON_KQUANT_SIMD256_DECLARE(ns)                                                                         \
-  namespace ns {                                                                                                 \
-  void dequantize_q2_k(const void* src, float* dst, int64_t n);                                                  \
-  void dequantize_q3_k(const void* src, float* dst, int64_t n);                                                  \
-  void dequantize_q4_k(const void* src, float* dst, int64_t n);                                                  \
-  void dequantize_q5_k(const void* src, float* dst, int64_t n);                                                  \
-  void dequantize_q6_k(const void* src, float* dst, int64_t n);                                                  \
-  void quantize_q8_k(const float* src, void* dst, int64_t n);                                                    \
-  void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,      \
-                 int64_t n_tok, float* out, size_t out_stride);                                                  \
-  void gemm_q4_k_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,               \
-                         size_t a_stride, int64_t n_tok, float* out, size_t out_stride);                         \
-  void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,      \
-                 int64_t n_tok, float* out, size_t out_stride);                                                  \
-  }
-BATON_KQUANT_SIMD256_DECLARE(avx2)
-BATON_KQUANT_SIMD256_DECLARE(avxvnni)
-#undef BATON_KQUANT_SIMD256_DECLARE
+// AVX2 + FMA + F16C (x86-64-v3), from kquant/qx_K_ops_simd256.inc; avxvnni: the same body built with
+// AVX-VNNI (core/simd256_tier.h; its type table converts with avx2::'s functions).
+namespace avx2 {
+ToFloatKernel dequantize_q2_k, dequantize_q3_k, dequantize_q4_k, dequantize_q5_k, dequantize_q6_k;
+FromFloatKernel quantize_q8_k;
+GemmKernel gemm_q4_k, gemm_q4_k_grouped, gemm_q5_k;
+}  // namespace avx2
+namespace avxvnni {
+ToFloatKernel dequantize_q2_k, dequantize_q3_k, dequantize_q4_k, dequantize_q5_k, dequantize_q6_k;
+FromFloatKernel quantize_q8_k;
+GemmKernel gemm_q4_k, gemm_q4_k_grouped, gemm_q5_k;
+}  // namespace avxvnni
 
 // AVX-512 F/BW/VL/DQ (x86-64-v4). The *_vnni gemms also need AVX512-VNNI (has_avx512_vnni()):
 // they run the decode row kernel with vpdpbusd for n_tok = 1 and switch to a token-parallel
 // kernel built on vpdpbusd when n_tok is large enough.
 namespace avx512 {
-void dequantize_q2_k(const void* src, float* dst, int64_t n);
-void dequantize_q3_k(const void* src, float* dst, int64_t n);
-void dequantize_q4_k(const void* src, float* dst, int64_t n);
-void dequantize_q5_k(const void* src, float* dst, int64_t n);
-void dequantize_q6_k(const void* src, float* dst, int64_t n);
-void quantize_q8_k(const float* src, void* dst, int64_t n);
-void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
-void gemm_q4_k_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                       int64_t n_tok, float* out, size_t out_stride);
-void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride);
-void gemm_q4_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                    int64_t n_tok, float* out, size_t out_stride);
-void gemm_q4_k_grouped_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                            size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
-void gemm_q5_k_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                    int64_t n_tok, float* out, size_t out_stride);
+ToFloatKernel dequantize_q2_k, dequantize_q3_k, dequantize_q4_k, dequantize_q5_k, dequantize_q6_k;
+FromFloatKernel quantize_q8_k;
+GemmKernel gemm_q4_k, gemm_q4_k_grouped, gemm_q5_k;
+GemmKernel gemm_q4_k_vnni, gemm_q4_k_grouped_vnni, gemm_q5_k_vnni;
 }  // namespace avx512
 
 }  // namespace baton::kernels

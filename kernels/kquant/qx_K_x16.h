@@ -4,52 +4,35 @@
 // to the Q4_K gemm (TypeOps::gemm, llama.cpp's GEMV order) on the rows before repacking.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
+#include "kernels/core/kernel_kinds.h"
 
 namespace baton::kernels {
 
 namespace scalar {
-// Rows [0, n_rows) (n_rows a multiple of 16, dense rows of k elements) to the repacked layout
-// and back; same size, src and dst must not overlap.
-void repack_q4_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
-void unrepack_q4_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
+// Rows [0, n_rows) (n_rows a multiple of 16) to the repacked layout and back (RepackKernel).
+RepackKernel repack_q4_k_x16, unrepack_q4_k_x16;
 // Q5_K: the same contract, layout kquant/q5_K_gemm_x16.h.
-void repack_q5_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
-void unrepack_q5_k_x16(const void* src, void* dst, int64_t n_rows, int64_t k);
-// Q5_K for AVX2: the same contract, layout kquant/q5_K_gemm_x16p_avx2.cpp.
-void repack_q5_k_x16p(const void* src, void* dst, int64_t n_rows, int64_t k);
-void unrepack_q5_k_x16p(const void* src, void* dst, int64_t n_rows, int64_t k);
+RepackKernel repack_q5_k_x16, unrepack_q5_k_x16;
+// Q5_K for AVX2: the same contract, layout kquant/q5_K_gemm_x16p_simd256.inc.
+RepackKernel repack_q5_k_x16p, unrepack_q5_k_x16p;
 }  // namespace scalar
 
 namespace avx512 {
-void gemm_q4_k_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                   int64_t n_tok, float* out, size_t out_stride);
-// With AVX512-VNNI dpbusd (same integer sums): only where has_avx512_vnni().
-void gemm_q4_k_x16_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                        int64_t n_tok, float* out, size_t out_stride);
-// Q4_K's grouped order (TypeOps::gemm_grouped) on repacked groups: bitwise gemm_q4_k_grouped on
-// the plain rows.
-void gemm_q4_k_x16_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                           size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
-void gemm_q4_k_x16_grouped_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                                size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
+// gemm_q4_k_x16_grouped: Q4_K's grouped order (TypeOps::gemm_grouped) on repacked groups, bitwise
+// gemm_q4_k_grouped on the plain rows. *_vnni: with AVX512-VNNI dpbusd (same integer sums), only
+// where has_avx512_vnni().
+GemmKernel gemm_q4_k_x16, gemm_q4_k_x16_grouped, gemm_q4_k_x16_vnni, gemm_q4_k_x16_grouped_vnni;
 // Q5_K repacked (kquant/q5_K_gemm_x16.h), bitwise the Q5_K gemm (llama.cpp's vec_dot lanes order).
-void gemm_q5_k_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                   int64_t n_tok, float* out, size_t out_stride);
-void gemm_q5_k_x16_vnni(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                        int64_t n_tok, float* out, size_t out_stride);
+GemmKernel gemm_q5_k_x16, gemm_q5_k_x16_vnni;
 }  // namespace avx512
 
-// Q5_K in the x16p layout (kquant/q5_K_gemm_x16p_avx2.cpp), bitwise the Q5_K gemm; avxvnni: the same code
-// built with AVX-VNNI (simd256_tier.h).
+// Q5_K in the x16p layout (kquant/q5_K_gemm_x16p_simd256.inc), bitwise the Q5_K gemm; avxvnni: the
+// same body built with AVX-VNNI (core/simd256_tier.h).
 namespace avx2 {
-void gemm_q5_k_x16p(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                   int64_t n_tok, float* out, size_t out_stride);
+GemmKernel gemm_q5_k_x16p;
 }  // namespace avx2
 namespace avxvnni {
-void gemm_q5_k_x16p(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                   int64_t n_tok, float* out, size_t out_stride);
+GemmKernel gemm_q5_k_x16p;
 }  // namespace avxvnni
 
 }  // namespace baton::kernels
