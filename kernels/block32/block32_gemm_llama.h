@@ -93,9 +93,8 @@ struct Act {
 // dpbusd's accumulator with VNNI) or, in the sign form, Σ |q| sign(a, q). Q8_0 uses the sign
 // form for decode and without VNNI or AVX-512, the offset form for AVX-512 VNNI batches; both are exact for
 // activation quants in -127..127, which is all quantize_q8_0 produces (sign(-128) wraps).
-// No software prefetch: the T0 prefetch 256 bytes ahead that one-token tiles had until session 10
-// cost Q8_0 matvec 5-10 % on the Zen 5 VM (4096x4096, 1 thread: ~800-900 vs ~880-980 us, 3
-// alternated runs; Q4_1/Q5_0/Q5_1 within noise); the hardware prefetchers follow the R row streams.
+// No software prefetch: the hardware prefetchers follow the R row streams, and a T0 prefetch ahead
+// measured slower (docs/BENCHMARKS.md, Kernel notes).
 // The R * T products d_w * d_a of block i (dd[r * T + t]; R + T <= 8): the T + R f16 scales
 // gathered by integer loads into one vector, converted by one vcvtph2ps, multiplied pairwise after
 // two vpermps; the same float products as one scalar multiply each. Per block this costs ~5 vector
@@ -142,9 +141,8 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
           size_t out_stride) {
   using A = Act<F::kMin>;
   constexpr size_t kWB = sizeof(typename F::Block);
-  // The offset form's per-token bias vectors do not fit the 16 ymm registers of a 2 x 4 tile (the
-  // AVX-VNNI tier spilled: rows-bench Q8_0 64 tokens 18.3 -> 22.2 ms), so without AVX-512 the sign
-  // form takes dpbusd too.
+  // The offset form's per-token bias vectors do not fit the 16 ymm registers of a 2 x 4 tile (it
+  // spilled), so without AVX-512 the sign form takes dpbusd too.
   constexpr bool kSign = F::kOffset == 128 && (!kVnni || T == 1 || !kWideRegs);
   constexpr bool kBias = F::kOffset != 0 && !kSign;
   __m256 acc[R][T];
@@ -264,9 +262,8 @@ TileFn<F, kVnni> pick(int64_t nr, int64_t nt) {
 // Q8_0 decode, two rows per zmm (row A in the low 256 bits, row B in the high) against one
 // token. Each row's lanes (sign form: |q| times a with q's sign; where q = 0 the product is 0
 // either way) and float chain are exactly the 1 x 1 tile's, so the bits are too. The 1 x 1 tile
-// is bound by its chain of nb dependent FMAs per row (~4 cycles each: in cache ~30 GB/s per
-// thread on the Zen 5 VM, about the one-thread read-sum); one chain for two rows halves that
-// time per row (in cache 146 -> 101 ns per 4096-wide row).
+// is bound by its chain of nb dependent FMAs per row; one chain for two rows halves that time
+// per row.
 template <bool kVnni>
 void q8_0_decode_row_pair(int64_t nb, const uint8_t* wa, const uint8_t* wb, const uint8_t* a, float* out_a,
                           float* out_b) {
@@ -293,8 +290,7 @@ void q8_0_decode_row_pair(int64_t nb, const uint8_t* wa, const uint8_t* wb, cons
 
 // Decode of rows [0, 2 * (n_rows / 2)): row r pairs with row r + n_rows / 2, two independent
 // chains (the 1 x 1 tile is bound by its chain of nb dependent FMAs per row). Read side by side,
-// adjacent rows halved the DRAM rate (AVX-512 Q8_0: 12.8 vs 25.6 GB/s for the 1 x 1 tile,
-// 1 thread, 870 MB of rows); rows half a call apart ran at 30.3 GB/s. Returns the rows done.
+// adjacent rows halved the DRAM rate; rows half a call apart did not. Returns the rows done.
 template <class F, bool kVnni>
 int64_t decode_row_pairs(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
                          size_t a_stride, float* out) {

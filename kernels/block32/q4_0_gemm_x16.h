@@ -12,9 +12,8 @@
 // steps leave lane j = Σ n a over the block (n the raw nibble) without any transpose; the
 // exact sum Σ (n - 8) a is that plus bias = -8 Σ a (Q4Act). Integer sums are exact in any
 // order, so each output is bitwise the plain kernel's (and the scalar reference's).
-// A group is one sequential stream, which the hardware prefetchers follow (measured on Zen 4,
-// 5632x2048 from DRAM, 1 thread: 20 GB/s; with a separate scale stream ~11 GB/s; software
-// prefetching ahead only lost).
+// A group is one sequential stream, which the hardware prefetchers follow (a separate scale
+// stream or software prefetching measured slower: docs/BENCHMARKS.md, Kernel notes).
 //
 // Without VNNI the 8 maddubs results are summed in int16: each is a pair of products
 // (|n a| <= 15 * 128), 16 products per int16 lane: |sum| <= 30720, exact. With VNNI (AVX512-VNNI,

@@ -61,8 +61,8 @@ struct MatmulTarget {
 
 // How the driver cuts work (speed only: results never depend on it).
 struct MatmulTuning {
-  // Tokens per gemm call in batches: the kernels reuse each weight block across the tile. 128
-  // measured best on Zen 4 (q4_K 4096x4096, n_tok 128: 280 GFLOP/s vs 223 at 32, 86 at 8).
+  // Tokens per gemm call in batches: the kernels reuse each weight block across the tile (128
+  // measured best: docs/BENCHMARKS.md, Kernel notes).
   int64_t token_tile = 128;
   int64_t chunks_per_thread = 8;   // output-row chunks per thread, for load balance
 };

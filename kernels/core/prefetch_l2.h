@@ -1,7 +1,6 @@
 // Prefetch of a weight block into L2 (_MM_HINT_T1) or L1 (T0), for kernels that stream weights
 // from DRAM.
-// On the 2-vCPU Zen 4 dev VM, T1 prefetch ahead of a compute-bound multi-token pass gave it its
-// in-cache speed while T0 prefetch gave nothing (docs/BENCHMARKS.md, session 6). The address is an
+// Which hint suits which kernel was measured per machine (docs/BENCHMARKS.md, Kernel notes). The address is an
 // integer: callers prefetch ahead of where they read, which may lie past the end of the weights
 // (prefetches never fault; a pointer there would be undefined).
 // Included by ISA translation units; internal linkage keeps each one's copy.
@@ -22,9 +21,7 @@ inline void prefetch_l2(uintptr_t addr) {
   for (size_t line = 0; line < kBytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(addr + line), _MM_HINT_T1);
 }
 
-// The same into L1 (_MM_HINT_T0). On the Zen 5 VM of session 10 the repacked K-quant passes ran
-// best with T0 (docs/BENCHMARKS.md "Session 10"): one token 82-85 -> 100-111 % of the read-sum,
-// 8 tokens at their in-cache speed (gate/up 5632x2048 0.64 -> 0.43 ms, hot 0.415).
+// The same into L1 (_MM_HINT_T0): what the repacked K-quant passes use.
 template <size_t kBytes>
 inline void prefetch_l1(uintptr_t addr) {
 #pragma GCC unroll 64

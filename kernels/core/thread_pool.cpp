@@ -29,9 +29,8 @@ void futex_wake_one(std::atomic<uint32_t>& word) {
 
 // How long a waiting thread polls (with pause) before it sleeps in the kernel. Waking a sleeping
 // vCPU of a VM costs tens of microseconds, and a decode step runs ~200 jobs a few hundred
-// microseconds apart. Measured on the 2-vCPU dev VM, quiet: kernel-bench pool round trip 26 us ->
-// 0.1 us, batch-bench one client 41.2 -> 45.6 tok/s, 8 clients 121.4 -> 125.7 (medians of 3,
-// alternated). Idle longer than this, every thread sleeps (test_thread_pool checks it).
+// microseconds apart (docs/BENCHMARKS.md, Kernel notes). Idle longer than this, every thread
+// sleeps (test_thread_pool checks it).
 // BATON_POOL_SPIN_US overrides it (0 = sleep at once, the behaviour before).
 constexpr int kDefaultSpinMicros = 50;
 

@@ -42,8 +42,7 @@ struct LoadBF16 {
 constexpr int kTbDecodeRows = 8;  // tinyBLAS order, n_tok == 1: 8 rows
 constexpr int kTbRows = 4;        // tinyBLAS order, n_tok > 1: 4 x 6 accumulators (ymm0-31)
 constexpr int kTbToks = 6;
-constexpr int kVdRows = 3;        // vec_dot order: 3 rows x 4 accumulators for one token (6 rows: 76-85 % of the
-                                  // read-sum at 1 thread vs 84-89 %, kernel-bench f16 matvec, 3 alternated runs),
+constexpr int kVdRows = 3;        // vec_dot order: 3 rows x 4 accumulators for one token (6 measured slower),
 constexpr int kVdRowsBatch = 3;   // 3 rows x 2 tokens for several
 constexpr int kVdToks = 2;
 

@@ -7,9 +7,7 @@
 // variant (integer sums do not depend on their order), and the float steps are those of the
 // Q4_K / Q5_K orders in kquant/kernels.h, so results are bit-identical to the scalar reference for
 // any n_rows / n_tok / tile position (batch invariance).
-// The AVX-512 build used an 8-row kernel with vphaddd reductions (rowdot_tile, vpdpbusd with
-// VNNI) until session 11; on the Zen 5 VM these measured faster (matvec, % of read-sum, 3
-// alternated runs: Q4_K 65-73 -> 76-98, Q5_K 53-72 -> 66-84) and replaced it.
+// They replaced an 8-row vphaddd kernel on AVX-512 too, measuring faster (docs/BENCHMARKS.md).
 //
 // Included by files built for x86-64-v3 or higher; internal linkage keeps each ISA's copy.
 #pragma once
@@ -43,9 +41,7 @@ inline constexpr int64_t kRowdotMaxTokens = 1;
 
 // The same super-block of rows 2p and 2p + 1 of the next 8-row tile into L2: row r's is `ahead`
 // bytes after row r's (row_off[r] from wb). Issued before each row pair rather than for all 8 rows
-// at the super-block start (session 14, kernel-bench matvec --isa avx2 q4_K, 6 alternated runs:
-// 69-79 -> 73-84 % of the read-sum; BATON_ISA=avx2 engine-bench tg64 Q4_K_M slightly faster in
-// each of 3 pairs); the AVX2 Q5_K and AVX-512 x16 kernels gained more from the same change.
+// at the super-block start: a spread prefetch keeps the DRAM stream busier (docs/BENCHMARKS.md).
 template <size_t kBytes>
 inline void prefetch_next_pair(const uint8_t* wb, const size_t* row_off, size_t ahead, int p) {
   const uintptr_t base = reinterpret_cast<uintptr_t>(wb) + ahead;
@@ -327,8 +323,7 @@ void gemm_rowdot_pairs(int64_t k, const void* w, size_t w_stride, int64_t n_rows
     int64_t first_adjacent = 0;
     if constexpr (!kQ5K) {
       // Tile i takes rows i + j q (j = 0..7): eight streams far apart. Eight adjacent rows read
-      // side by side ran slower from DRAM (session 11, kernel-bench matvec % of read-sum, 3
-      // alternated runs: AVX-512 build 55-68 -> 75-102, AVX2 build 71-87 -> 70-97).
+      // side by side ran slower from DRAM (docs/BENCHMARKS.md, Kernel notes).
       const int64_t q = n_rows / kTile;
       size_t far_off[kTile];
       for (int r = 0; r < kTile; ++r) far_off[r] = static_cast<size_t>(r * q) * w_stride;

@@ -34,9 +34,8 @@ using kq::Unpacked;
 // Token lanes per vector: 16 (zmm) for larger batches, 8 (ymm, AVX512VL) for n_tok <= 8 — the
 // decode rows of a continuous batch. Zen 4 runs a zmm op as two ymm halves, so 8 lanes in a ymm
 // cost half of 16 lanes in a zmm: no lane idles for 8 tokens.
-// Below kMinTokens the row kernels win (kquant/q45_K_gemm_rowdot.h up to kRowdotMaxTokens, n_tok = 1 above
-// all): rows-bench, 2048x2048, one thread: n_tok 4 row kernel ~0.36 ms, 8-lane kernel ~0.45 ms
-// for any n_tok <= 8.
+// Below kMinTokens the row kernels win (kquant/q45_K_gemm_rowdot.h up to kRowdotMaxTokens, n_tok = 1
+// above all): the 8-lane kernel costs the same for any n_tok <= 8.
 constexpr int64_t kMinTokens = 5;
 // Weight rows computed together (they share each activation load): 4 with 16 lanes (zmm), 8 with
 // 8 lanes (ymm, 32 registers: 8 rows x (part, sum) fit).

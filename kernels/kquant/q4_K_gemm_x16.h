@@ -13,11 +13,8 @@
 //                  (low nibbles: elements 64c + 4q.., sub-block 2c; high: 64c + 32 + 4q.., 2c + 1)
 // Lane j of every 64-byte unit is row j: one dpbusd (or maddubs) per unit and nibble half
 // against 4 broadcast activation bytes, the 6-bit scales and mins unpacked lane-wise by shifts,
-// no transposes, one sequential stream per group. AVX-512 only: an AVX2 build (each unit as two
-// 8-row halves) measured slower than the plain-layout AVX2 kernel (matvec 49-52 % vs 61-66 % of
-// read bandwidth, tinyllama Q4_K_M decode t=1 15.6 vs 20.4 t/s), so AVX2 keeps Q4_K unrepacked.
-// (Measured on Zen 4 with one pass per half and a burst prefetch; the AVX2 Q5_K kernel of session
-// 14, kquant/q5_K_gemm_x16p_avx2.cpp, shows how both halves per block and a spread prefetch change that.)
+// no transposes, one sequential stream per group. AVX-512 only: an AVX2 build measured slower than
+// the plain-layout AVX2 kernel, so AVX2 keeps Q4_K unrepacked (docs/BENCHMARKS.md, Kernel notes).
 //
 // Without VNNI the 8 maddubs results of a sub-block are summed in int16: 16 products of at most
 // 15 * 128 per int16 lane, |sum| <= 30720, exact. With several tokens the VNNI kernel keeps the
@@ -46,21 +43,9 @@ namespace q4k_x16 {
 constexpr int64_t kRows = 16;
 constexpr size_t kGroupBlock = 2304;  // bytes of one super-block of a group
 constexpr size_t kScales = 64, kQuants = 256;
-// Weights are prefetched this many super-blocks ahead (prefetch_l2.h). With several tokens the
-// kernel is compute bound, and without prefetch it ran ~65 % slower from DRAM than from cache on
-// Zen 4 (rows-bench gate/up, 8 tokens: 0.96 vs 0.58 ms); one token is memory bound, and the
-// hardware prefetcher alone left it at 56-70 % of the read-sum on Zen 5. T0 beat T1 on Zen 5 in
-// both cases (session 10: 8 tokens 0.64 -> 0.43 ms; one token 82-85 -> 100-111 %; engine
-// tinyllama Q4_K_M 8 clients 127 -> 152 tok/s). 2 blocks ahead for any token count: with the
-// packed activations of session 11, 8 tokens at 6 ahead ran 25-35 % slower from DRAM than in
-// cache (gate/up 0.50-0.54 vs 0.38-0.40 ms), at 2 ahead as fast (0.37-0.40; 1, 3, 4, 10, 16
-// ahead measured in between or worse; batch-bench 8 clients 185-190 -> 192-198 tok/s). Only a
-// group's first token pass prefetches (a prompt makes several): the later ones find the group in
-// cache, and prefetching on every pass cost pp128 ~15 %.
-// Session 14: each block's prefetch is spread over the kernel's steps (the 4 header lines first,
-// then each unit pair's 8 lines before its pair_sums / sub-block pair) instead of a burst of 36
-// lines at the block start (3 alternated runs, tinyllama Q4_K_M: batch-bench 8 clients 198-203
-// -> 212-219 tok/s, engine-bench tg64 63.6-66.2 -> 65.9-71.8, pp128 the same).
+// Weights are prefetched (T0) this many super-blocks ahead, spread over the kernel's steps (the 4
+// header lines first, then each unit pair's 8 lines before its sub-block pair); only a group's first
+// token pass prefetches. Why these choices: docs/BENCHMARKS.md, Kernel notes.
 constexpr size_t kPrefetchBlocks = 2;
 constexpr size_t kPairBytes = 8 * 64;  // the 8 units of sub-blocks 2C and 2C + 1
 
@@ -95,11 +80,8 @@ inline VecI dot(VecI acc, VecI u, VecI s) {
   else return acc;  // unused
 }
 // dot<true>(acc, u, the 4 signed bytes at s broadcast), with the broadcast as vpdpbusd's embedded
-// {1to16} memory operand: g++ emits a separate vpbroadcastd for the intrinsic. On the Zen 5 VM of
-// session 10 this made the 8-token pass 22 % faster (rows-bench --hot gate/up 5632x2048: 0.48 ->
-// 0.38 ms, 3 alternated runs; batch-bench 8 clients 162 -> 172 tok/s); session 8 had measured it
-// 6 % slower on Zen 4, where the separate broadcast load was free. The grouped (prompt) pass keeps
-// the separate broadcast: with {1to16} engine-bench pp128 fell ~15 % (3 x 2 alternated runs, -r 5).
+// {1to16} memory operand: g++ emits a separate vpbroadcastd for the intrinsic (faster on Zen 5 for
+// the decode pass; the grouped prompt pass keeps the separate broadcast: docs/BENCHMARKS.md).
 inline VecI dot_bcast(VecI acc, VecI u, const uint8_t* s) {
   asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*reinterpret_cast<const int32_t*>(s)));
   return acc;
@@ -303,9 +285,7 @@ void group_tokens(int64_t nb, const uint8_t* g, PackedPass pass, float* out, siz
         wq[q] = H ? and_i(srli16_4(v), nib) : and_i(v, nib);
       }
       // The scale in both 16-bit halves of each dword: vpdpwssd / vpmaddwd against int16 pairs
-      // of partial sums then applies it, where vpmulld + vpaddd on the whole sum ran slower
-      // (rows-bench --hot gate/up, 8 tokens, Zen 5, 6 alternated runs: 0.37-0.42 -> 0.33-0.37 ms;
-      // the grouped prompt pass measured the same either way).
+      // of partial sums then applies it, where vpmulld + vpaddd on the whole sum ran slower.
       const VecI sc = scale_of<J, false>(u0, u1, u2);
       const VecI sc2 = or_i(sc, _mm512_slli_epi32(sc, 16));
 #pragma GCC unroll 8
@@ -379,11 +359,8 @@ template <bool kVnni, bool kGrouped>
 void group_token_block(int64_t nb, const uint8_t* g, const uint8_t* a, PackedPass pass, int64_t n, float* out,
                        size_t out_stride, bool prefetch) {
   if constexpr (kGrouped) {
-    // The grouped order keeps 2 float chains per token besides the pair sums: 8 tokens spilled
-    // (~300 stack moves per super-block), two passes of 4 from the packed pass do not
-    // (rows-bench --hot, 32 tokens, gate/up 0.049-0.054 -> 0.043-0.047 ms per token; engine-bench
-    // pp128 262-273 -> 302-307 tok/s, 3 alternated runs). The decode order (one step per
-    // super-block) stays at 8: 2 x 4 ran slower from DRAM.
+    // The grouped order keeps 2 float chains per token besides the pair sums: 8 tokens spilled,
+    // two passes of 4 from the packed pass do not. The decode order stays at 8 (2 x 4 ran slower).
     const int64_t first = std::min<int64_t>(n, 4);
     switch (first) {
       case 1: group_tokens<kVnni, 1, true>(nb, g, pass, out, out_stride, prefetch); break;

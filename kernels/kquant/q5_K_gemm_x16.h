@@ -20,8 +20,7 @@
 // activation bytes (vpmaddubsw) and scaled by its sub-block scale (vpmaddwd + vpaddd; vpdpwssd
 // with VNNI when several tokens share the pass). Tokens loop inside the decoded L block (up to 8
 // per pass), so a batch of decode rows decodes the weights once. One sequential stream per
-// matrix, no transposes. kernel-bench matvec (huge pages, AVX-512 VNNI, 4096x4096 / 11008x4096):
-// 93-101 % of the read-sum on 1 and 2 threads, where the plain-layout row kernel ran at 52-60 %.
+// matrix, no transposes: near the read bandwidth where the plain-layout row kernel is not.
 // vpmaddubsw cannot saturate: a pair is at most 2 * 31 * 128 = 7936.
 // Included by q5_K_gemm_x16_{avx512,avx512vnni}.cpp; internal linkage per ISA.
 #pragma once
@@ -129,10 +128,8 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* a, const u
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* x = g + static_cast<size_t>(b) * kGroupBlock;
     const size_t a_off = static_cast<size_t>(b) * sizeof(BlockQ8K);
-    // Prefetched as kquant/q4_K_gemm_x16.h measured (T0, 2 blocks ahead; 8 tokens: gate/up from DRAM
-    // 0.60-0.64 ms at 6 ahead, 0.57-0.58 at 2), spread over the lane blocks rather than one burst
-    // of 44 lines (session 14, kernel-bench matvec, 3 alternated runs: 82-107 -> 95-122 % of the
-    // read-sum; engine-bench Q5_K_M pp128 215-223 -> 231-233, tg64 the same).
+    // Prefetched as kquant/q4_K_gemm_x16.h (T0, 2 blocks ahead), spread over the lane blocks
+    // rather than one burst of 44 lines (docs/BENCHMARKS.md, Kernel notes).
     const uintptr_t ahead = reinterpret_cast<uintptr_t>(x) + kPrefetchBlocks * kGroupBlock;
     prefetch_l1<kQuants>(ahead);
     const __m512i u0 = load_unit(x + kScales), u1 = load_unit(x + kScales + kUnit),

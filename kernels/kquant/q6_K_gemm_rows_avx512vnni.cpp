@@ -12,10 +12,8 @@
 // Per (row, token, super-block): 8 vpdpbusd + 5 vpdpwssd in 256-bit units (the maddubs kernel in
 // kquant/qx_K_gemm_lanes.h: 8 vpmaddubsw + 9 vpmaddwd + 9 adds and shifts). Two tokens share a zmm (one
 // per 256-bit half, the weights broadcast to both), halving the instructions.
-// Until session 13 the chunk pairs were interleaved dword-wise (vpunpck of the decoded weights and
-// of the activations) so that one vpackssdw formed the pairs; the shift + blend pairs and a decode
-// straight into zmm measured faster (rows-bench --hot, Q6_K down 2048x5632, 8 tokens, 4 alternated
-// runs: 0.618-0.637 -> 0.585-0.602 ms; output 32000x2048: 3.64-3.81 -> 3.50-3.72 ms).
+// The chunk pairs are formed by shift + blend and decoded straight into zmm (faster than a dword
+// interleave and one vpackssdw: docs/BENCHMARKS.md, Kernel notes).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -32,9 +30,8 @@ namespace {
 using kq_lanes::load32;
 
 constexpr int64_t kTile = 16;  // tokens whose accumulators live across one weight row
-// Row passes ahead that the weights are prefetched (T0). One pass ahead (~130 ns of work on
-// down 2048x5632 with 8 tokens) left the DRAM time 35 % over the in-cache time; 2 ahead: rows-bench
-// down, 8 tokens, 1 thread 0.84-0.89 -> 0.77-0.80 ms (in cache 0.61; 3 and 4 ahead in between).
+// Row passes ahead that the weights are prefetched (T0): one pass of work is too short to hide
+// DRAM latency; 2 measured best (docs/BENCHMARKS.md, Kernel notes).
 constexpr int64_t kPrefetchRows = 2;
 
 // Two tokens' Q8_K super-blocks (the low 256 bits token 2j, the high token 2j + 1; a missing

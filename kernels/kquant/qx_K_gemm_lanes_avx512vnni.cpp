@@ -3,9 +3,7 @@
 // batch and prompts alike - the token-pair kernel of kquant/q6_K_gemm_rows_avx512vnni.cpp. Both return the
 // scalar reference's bits (kquant/qx_K_gemm_lanes_scalar.h). The token-parallel prefill kernel this file held
 // before (16 tokens per zmm, activations transposed per call) lost to the token-pair kernel at
-// every batch size: kernel-bench matmul q6_K 4096x4096, 128 tokens, one thread, 3 alternated
-// runs: 42.2 -> 36.2 ms (two threads 44.1 -> 37.3 ms, load ~4.5); in cache, 64 tokens: 3.7 -> 2.7
-// ns per row, token and super-block.
+// every batch size (docs/BENCHMARKS.md, Kernel notes).
 #include "kernels/kquant/qx_K_lanes.h"
 
 namespace baton::kernels::avx512 {
