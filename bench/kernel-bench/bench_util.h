@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "engine/base/ggml_type.h"
-#include "kernels/isa.h"
-#include "kernels/thread_pool.h"
+#include "kernels/core/isa.h"
+#include "kernels/core/thread_pool.h"
 
 namespace baton::bench {
 

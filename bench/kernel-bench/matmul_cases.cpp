@@ -9,8 +9,8 @@
 #include "bench/kernel-bench/bench_util.h"
 #include "engine/base/aligned_buffer.h"
 #include "engine/model/weight_arena.h"
-#include "kernels/matmul.h"
-#include "kernels/thread_pool.h"
+#include "kernels/core/matmul.h"
+#include "kernels/core/thread_pool.h"
 
 namespace baton::bench {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "bench/kernel-bench/bench_util.h"
 #include "engine/base/aligned_buffer.h"
-#include "kernels/thread_pool.h"
+#include "kernels/core/thread_pool.h"
 
 namespace baton::bench {
 namespace {

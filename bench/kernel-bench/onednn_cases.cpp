@@ -14,8 +14,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "engine/base/fp16.h"
-#include "kernels/matmul.h"
-#include "kernels/thread_pool.h"
+#include "kernels/core/matmul.h"
+#include "kernels/core/thread_pool.h"
 
 namespace baton::bench {
 namespace {

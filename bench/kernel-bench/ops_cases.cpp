@@ -6,10 +6,10 @@
 #include "bench/kernel-bench/bench_util.h"
 #include "engine/base/aligned_buffer.h"
 #include "engine/base/fp16.h"
-#include "kernels/attention.h"
-#include "kernels/ops.h"
-#include "kernels/ops_rope.h"
-#include "kernels/thread_pool.h"
+#include "kernels/attention/attention.h"
+#include "kernels/ops/ops.h"
+#include "kernels/ops/ops_rope.h"
+#include "kernels/core/thread_pool.h"
 
 namespace baton::bench {
 

@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "engine/base/ggml_type.h"
-#include "kernels/isa.h"
-#include "kernels/kquant_kernels.h"
-#include "kernels/kquant_x16.h"
-#include "kernels/type_ops.h"
+#include "kernels/core/isa.h"
+#include "kernels/kquant/kernels.h"
+#include "kernels/kquant/qx_K_x16.h"
+#include "kernels/core/type_ops.h"
 
 namespace {
 

@@ -10,9 +10,9 @@
 #include "engine/base/fp16.h"
 #include "gguf/model_identity.h"
 #include "gguf/shard.h"
-#include "kernels/isa.h"
-#include "kernels/matmul.h"
-#include "kernels/thread_pool.h"
+#include "kernels/core/isa.h"
+#include "kernels/core/matmul.h"
+#include "kernels/core/thread_pool.h"
 
 namespace baton::registry {
 

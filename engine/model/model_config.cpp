@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "engine/base/error.h"
+#include "kernels/attention/attention.h"
+#include "kernels/ops/ops_rope.h"
 
 namespace baton {
 namespace {
@@ -61,6 +63,13 @@ ModelConfig ModelConfig::from_metadata(const gguf::Metadata& meta) {
     fail("n_head {} is not a multiple of n_head_kv {} ({}attention.head_count_kv)", c.n_head, c.n_head_kv, p);
   if (c.n_rot > c.head_dim || c.n_rot % 2 != 0)
     fail("{}rope.dimension_count {} must be even and at most head_dim {}", p, c.n_rot, c.head_dim);
+  // The kernels' fixed buffers (kernels never check user data: this is where it is refused).
+  if (c.head_dim > kernels::AttentionShape::kMaxHeadDim)
+    fail<UnsupportedError>("{}attention.key_length {} is over the {} this build supports", p, c.head_dim,
+                           kernels::AttentionShape::kMaxHeadDim);
+  if (c.n_rot > kernels::RopeConfig::kMaxRot)
+    fail<UnsupportedError>("{}rope.dimension_count {} is over the {} this build supports", p, c.n_rot,
+                           kernels::RopeConfig::kMaxRot);
 
   if (auto v = meta.find_float(p + "rope.freq_base")) c.rope_freq_base = static_cast<float>(*v);
   if (auto type = meta.find_string(p + "rope.scaling.type"); type && *type == "linear") {

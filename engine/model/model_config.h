@@ -7,7 +7,7 @@
 #include <string>
 
 #include "gguf/gguf_metadata.h"
-#include "kernels/ops_rope.h"
+#include "kernels/ops/ops_rope.h"
 
 namespace baton {
 

@@ -1,7 +1,7 @@
 #include "engine/model/model_head.h"
 
 #include "engine/base/error.h"
-#include "kernels/ops.h"
+#include "kernels/ops/ops.h"
 
 namespace baton {
 

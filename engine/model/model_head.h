@@ -10,7 +10,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/weights.h"
 #include "gguf/gguf_file.h"
-#include "kernels/matmul.h"
+#include "kernels/core/matmul.h"
 
 namespace baton {
 

@@ -1,7 +1,7 @@
 #include "engine/model/row_hint.h"
 
 #include "engine/base/error.h"
-#include "kernels/attention.h"
+#include "kernels/attention/attention.h"
 
 namespace baton {
 

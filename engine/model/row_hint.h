@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "kernels/matmul.h"
+#include "kernels/core/matmul.h"
 
 namespace baton {
 

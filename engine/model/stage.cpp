@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "engine/base/error.h"
-#include "kernels/attention.h"
-#include "kernels/ops.h"
+#include "kernels/attention/attention.h"
+#include "kernels/ops/ops.h"
 
 namespace baton {
 

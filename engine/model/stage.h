@@ -15,10 +15,10 @@
 #include "engine/model/token_batch.h"
 #include "engine/model/weights.h"
 #include "gguf/gguf_file.h"
-#include "kernels/attention.h"
-#include "kernels/matmul.h"
-#include "kernels/ops_rope.h"
-#include "kernels/thread_pool.h"
+#include "kernels/attention/attention.h"
+#include "kernels/core/matmul.h"
+#include "kernels/ops/ops_rope.h"
+#include "kernels/core/thread_pool.h"
 
 namespace baton {
 

@@ -12,7 +12,7 @@
 #include "engine/base/error.h"
 #include "engine/model/load_progress_listener.h"
 #include "gguf/tensor_names.h"
-#include "kernels/type_ops.h"
+#include "kernels/core/type_ops.h"
 
 namespace baton {
 

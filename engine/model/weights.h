@@ -11,7 +11,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/weight_arena.h"
 #include "gguf/gguf_file.h"
-#include "kernels/matmul.h"
+#include "kernels/core/matmul.h"
 
 namespace baton {
 

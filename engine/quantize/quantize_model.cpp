@@ -12,9 +12,9 @@
 
 #include "engine/base/error.h"
 #include "gguf/gguf_writer.h"
-#include "kernels/isa.h"
-#include "kernels/legacy_kernels.h"
-#include "kernels/type_ops.h"
+#include "kernels/core/isa.h"
+#include "kernels/block32/kernels.h"
+#include "kernels/core/type_ops.h"
 
 namespace baton::quantize {
 namespace {

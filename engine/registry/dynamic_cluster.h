@@ -49,7 +49,7 @@
 #include "engine/runtime/layer_runner.h"
 #include "engine/runtime/model_front.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "kernels/thread_pool.h"
+#include "kernels/core/thread_pool.h"
 
 namespace baton::registry {
 

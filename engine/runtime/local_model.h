@@ -15,7 +15,7 @@
 #include "engine/runtime/thread_count.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gguf/gguf_file.h"
-#include "kernels/thread_pool.h"
+#include "kernels/core/thread_pool.h"
 
 namespace baton {
 

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "engine/base/fp16.h"
-#include "kernels/attention.h"
-#include "kernels/isa.h"
-#include "kernels/thread_pool.h"
+#include "kernels/attention/attention.h"
+#include "kernels/core/isa.h"
+#include "kernels/core/thread_pool.h"
 #include "kernels/legacy_test_util.h"
 
 namespace baton::kernels::test {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "engine/base/ggml_type.h"
-#include "kernels/isa.h"
-#include "kernels/type_ops.h"
+#include "kernels/core/isa.h"
+#include "kernels/core/type_ops.h"
 
 namespace baton::test {
 

@@ -1,4 +1,4 @@
-// The AVX-VNNI tier's token-parallel prompt kernels (q4_k_lanes_avxvnni.cpp) against the scalar
+// The AVX-VNNI tier's token-parallel prompt kernels (q4_K_lanes_avxvnni.cpp) against the scalar
 // reference, bit for bit: every token count 1..N (the 8-token lanes' tails, the switch from the
 // row kernels), odd row counts (the 4-row groups' tails), and row chunks of one matmul that
 // reuse the transposed activations (detail::PreparedActivations).

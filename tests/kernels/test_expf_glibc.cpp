@@ -1,4 +1,4 @@
-// The vector expf of the one-chunk attention (kernels/expf_glibc.inc) against libm's expf,
+// The vector expf of the one-chunk attention (kernels/attention/expf_glibc_simd.inc) against libm's expf,
 // bit for bit: on a stride through every float, densely where attention calls it (scores
 // minus the running maximum, [-104, 0]) and at the special values. A hidden test covers all
 // 2^32 floats (run it with `test_kernels "[.exhaustive]"`).
@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/attention_internal.h"
+#include "kernels/attention/attention_internal.h"
 #include "legacy_test_util.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// F32 / F16 / BF16 gemms in llama.cpp's two summation orders (float_kernels.h): every ISA gives
+// F32 / F16 / BF16 gemms in llama.cpp's two summation orders (float/kernels.h): every ISA gives
 // bitwise the scalar reference's result in both, over shapes with and without k % 8 / k % 32
 // leftovers, and every element equals its own 1x1 call (batch invariance).
 #include <catch2/catch.hpp>

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "kernels/isa.h"
+#include "kernels/core/isa.h"
 
 using baton::kernels::best_isa;
 using baton::kernels::CpuFeatures;

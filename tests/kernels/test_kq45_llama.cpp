@@ -1,4 +1,4 @@
-// Q4_K / Q5_K gemms in llama.cpp's AVX2 float orders (kquant_kernels.h): the scalar reference
+// Q4_K / Q5_K gemms in llama.cpp's AVX2 float orders (kquant/kernels.h): the scalar reference
 // against an independent evaluation of each order from plain integer sums, every ISA variant
 // of the Q4_K grouped (4-row GEMM) order against the scalar one, and its batch invariance.
 #include <catch2/catch.hpp>
@@ -25,7 +25,7 @@ float f16_at(const uint8_t* p) {
   return fp16_to_fp32(h);
 }
 
-// Element e's quant of a Q4_K (qh == nullptr) or Q5_K super-block, straight from blocks_k.h.
+// Element e's quant of a Q4_K (qh == nullptr) or Q5_K super-block, straight from kquant/blocks.h.
 int quant_at(const uint8_t* qs, const uint8_t* qh, int e) {
   const int pair = e / 64, l = e % 32, high = (e % 64) / 32;
   int q = (qs[32 * pair + l] >> (4 * high)) & 0xF;

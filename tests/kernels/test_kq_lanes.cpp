@@ -1,4 +1,4 @@
-// The Q2_K / Q3_K / Q6_K gemms in llama.cpp's 8-lane order (kernels/kq_lanes_scalar.h): bits
+// The Q2_K / Q3_K / Q6_K gemms in llama.cpp's 8-lane order (kernels/kquant/qx_K_gemm_lanes_scalar.h): bits
 // recorded from llama.cpp itself, the order spelled out by hand, and every ISA variant.
 #include <catch2/catch.hpp>
 
@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "engine/base/fp16.h"
-#include "kernels/blocks_k.h"
-#include "kernels/isa.h"
-#include "kernels/kq_lanes_kernels.h"
-#include "kernels/kquant_kernels.h"
-#include "kernels/type_ops.h"
+#include "kernels/kquant/blocks.h"
+#include "kernels/core/isa.h"
+#include "kernels/kquant/qx_K_lanes.h"
+#include "kernels/kquant/kernels.h"
+#include "kernels/core/type_ops.h"
 
 namespace {
 
@@ -102,7 +102,7 @@ TEST_CASE("Q2_K, Q3_K and Q6_K gemms return llama.cpp's AVX2 vec_dot bits on eve
 
 TEST_CASE("a hand-encoded Q6_K row follows the 8-lane order, not one float chain") {
   // Two super-blocks of known quants (0..63, value q - 32), scales and f16 d, against a Q8_K row
-  // built by hand; the expected value is the order of kq_lanes_scalar.h spelled out here
+  // built by hand; the expected value is the order of kquant/qx_K_gemm_lanes_scalar.h spelled out here
   // (ggml's AVX2 ggml_vec_dot_q6_K_q8_K as compiled in the golden's build).
   constexpr int kBlocks = 2;
   int orders_differ = 0;

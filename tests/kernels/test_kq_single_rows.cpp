@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/kquant_x16.h"
-#include "kernels/matmul.h"
+#include "kernels/kquant/qx_K_x16.h"
+#include "kernels/core/matmul.h"
 #include "test_kquant_util.h"
 
 namespace {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "engine/base/fp16.h"
-#include "kernels/blocks_k.h"
-#include "kernels/kquant_kernels.h"
-#include "kernels/type_ops.h"
+#include "kernels/kquant/blocks.h"
+#include "kernels/kquant/kernels.h"
+#include "kernels/core/type_ops.h"
 
 using namespace baton;
 using namespace baton::kernels;

@@ -10,12 +10,12 @@
 
 #include "engine/base/fp16.h"
 #include "engine/base/ggml_type.h"
-#include "kernels/blocks_k.h"
-#include "kernels/isa.h"
-#include "kernels/kq_lanes_kernels.h"
-#include "kernels/kquant_kernels.h"
-#include "kernels/q4_k_lanes_avxvnni.h"
-#include "kernels/type_ops.h"
+#include "kernels/kquant/blocks.h"
+#include "kernels/core/isa.h"
+#include "kernels/kquant/qx_K_lanes.h"
+#include "kernels/kquant/kernels.h"
+#include "kernels/core/type_ops.h"
+#include "kernels/kquant/q4_K_lanes_avxvnni.h"
 
 namespace baton::test::kq {
 

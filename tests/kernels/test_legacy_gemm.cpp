@@ -8,7 +8,7 @@
 #include <functional>
 
 #include "engine/base/fp16.h"
-#include "kernels/legacy_kernels.h"
+#include "kernels/block32/kernels.h"
 #include "legacy_test_util.h"
 
 using namespace baton;

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "engine/base/fp16.h"
-#include "kernels/blocks_legacy.h"
-#include "kernels/legacy_kernels.h"
+#include "kernels/block32/blocks.h"
+#include "kernels/block32/kernels.h"
 #include "legacy_test_util.h"
 
 using namespace baton;

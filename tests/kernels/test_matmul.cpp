@@ -9,7 +9,7 @@
 
 #include "engine/base/error.h"
 #include "engine/base/fp16.h"
-#include "kernels/matmul.h"
+#include "kernels/core/matmul.h"
 
 using namespace baton;
 using namespace baton::kernels;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/base/fp16.h"
-#include "kernels/attention.h"
+#include "kernels/attention/attention.h"
 #include "kernels/attention_fixture.h"
 
 using namespace baton;

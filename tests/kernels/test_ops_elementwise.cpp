@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/base/fp16.h"
-#include "kernels/ops.h"
+#include "kernels/ops/ops.h"
 
 using namespace baton;
 using namespace baton::kernels;

@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "kernels/ops.h"
-#include "kernels/ops_rope.h"
+#include "kernels/ops/ops.h"
+#include "kernels/ops/ops_rope.h"
 
 using namespace baton::kernels;
 

@@ -1,4 +1,4 @@
-// The AVX2 Q5_K decode kernel (kquant_rowdot.h: 4-row tiles, the fifth bit decoded with a factor
+// The AVX2 Q5_K decode kernel (kquant/q45_K_gemm_rowdot.h: 4-row tiles, the fifth bit decoded with a factor
 // of 2 and halved at the end) against the scalar gemm, bit for bit: every tail of a 4-row tile
 // (1..9 rows), one and several super-blocks, and the blocks at the limits of its integer bounds
 // (every quant 31, every scale and min 63, activations +-127: vpmaddubsw pair sums 2 * 62 * 127).
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/kquant_kernels.h"
+#include "kernels/kquant/kernels.h"
 #include "test_kquant_util.h"
 
 namespace {

@@ -9,11 +9,11 @@
 
 #include "engine/base/aligned_buffer.h"
 #include "engine/base/fp16.h"
-#include "kernels/kquant_kernels.h"
-#include "kernels/kquant_x16.h"
-#include "kernels/legacy_kernels.h"
-#include "kernels/matmul.h"
-#include "kernels/thread_pool.h"
+#include "kernels/kquant/kernels.h"
+#include "kernels/kquant/qx_K_x16.h"
+#include "kernels/block32/kernels.h"
+#include "kernels/core/matmul.h"
+#include "kernels/core/thread_pool.h"
 #include "legacy_test_util.h"
 
 using namespace baton;
@@ -120,7 +120,7 @@ void check_type(GgmlType type, std::initializer_list<Shape> shapes) {
 }  // namespace
 
 TEST_CASE("Q4_0 and Q5_K advertise the 16-row repack on AVX2 / AVX-512, Q4_K on AVX-512, not on scalar") {
-  // Q4_K on AVX2 stays plain: a repacked AVX2 Q4_K kernel measured slower (kquant_q4k_x16.h)
+  // Q4_K on AVX2 stays plain: a repacked AVX2 Q4_K kernel measured slower (kquant/q4_K_gemm_x16.h)
   for (Isa isa : available_isas())
     if (isa != Isa::kAvx512) CHECK(ops_for(GgmlType::kQ4_K, isa).repack_rows == 0);
   for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ5_K}) {
@@ -188,7 +188,7 @@ void check_extremes(GgmlType type) {
       if (t == 0) std::memset(blk + 4, 0x80, 256);  // every activation -128
       if (t == 1) std::memset(blk + 4, 0x7F, 256);  // every activation 127
       // A Q8_K block's bsums are the sums of its 16-quant groups (the kernels add them in int16
-      // pairs, bsum_pairs.h): random quants, consistent sums.
+      // pairs, kquant/q8_K_bsum_pairs.h): random quants, consistent sums.
       for (int grp = 0; grp < 16; ++grp) {
         int sum = 0;
         for (int i = 0; i < 16; ++i) sum += static_cast<int8_t>(blk[4 + 16 * grp + i]);

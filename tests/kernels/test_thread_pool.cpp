@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/thread_pool.h"
+#include "kernels/core/thread_pool.h"
 
 using baton::kernels::ThreadPool;
 

@@ -12,9 +12,9 @@
 
 #include "fixtures.h"
 #include "gguf/gguf_file.h"
-#include "kernels/blocks_k.h"
-#include "kernels/isa.h"
-#include "kernels/type_ops.h"
+#include "kernels/kquant/blocks.h"
+#include "kernels/core/isa.h"
+#include "kernels/core/type_ops.h"
 
 using namespace baton;
 using namespace baton::kernels;

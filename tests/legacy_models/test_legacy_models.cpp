@@ -13,9 +13,9 @@
 #include "engine/base/error.h"
 #include "fixtures.h"
 #include "gguf/gguf_file.h"
-#include "kernels/isa.h"
-#include "kernels/legacy_kernels.h"
-#include "kernels/type_ops.h"
+#include "kernels/core/isa.h"
+#include "kernels/block32/kernels.h"
+#include "kernels/core/type_ops.h"
 
 using namespace baton;
 using namespace baton::kernels;
