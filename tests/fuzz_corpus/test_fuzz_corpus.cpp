@@ -29,6 +29,10 @@
 #define LLVMFuzzerTestOneInput fuzz_grammar_one
 #include "fuzz/fuzz_grammar.cpp"
 #undef LLVMFuzzerTestOneInput
+#define BATON_FUZZ_DEFAULT_MODEL BATON_SHARED_DIR_DEFAULT "/models/stories260K.gguf"
+#define LLVMFuzzerTestOneInput fuzz_http_one
+#include "fuzz/fuzz_http.cpp"
+#undef LLVMFuzzerTestOneInput
 
 namespace {
 
@@ -68,4 +72,7 @@ TEST_CASE("fuzz corpus: chat templates detect and render or refuse a role") {
 }
 TEST_CASE("fuzz corpus: JSON schemas compile to GBNF that parses, GBNF parses or is refused") {
   CHECK(replay("grammar", fuzz_grammar_one) >= 10);
+}
+TEST_CASE("fuzz corpus: HTTP connections get valid responses from the real routes") {
+  CHECK(replay("http", fuzz_http_one) >= 20);
 }
