@@ -4,7 +4,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -37,6 +40,46 @@ void raise_descriptor_limit(size_t connections) {
   r.rlim_cur = std::min(want, r.rlim_max);
   ::setrlimit(RLIMIT_NOFILE, &r);
 }
+
+// One connection's bytes in memory (serve_bytes): reads deliver `input` and then fail, as a
+// GatedStream's do at the end of the stream; writes are kept.
+class InMemoryConnectionStream final : public httplib::Stream {
+ public:
+  InMemoryConnectionStream(std::string_view input, std::string& output) : input_(input), output_(output) {}
+  bool is_readable() const override { return pos_ < input_.size(); }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    if (pos_ == input_.size()) {
+      failed_ = true;
+      return -1;
+    }
+    const size_t n = std::min(size, input_.size() - pos_);
+    std::memcpy(ptr, input_.data() + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    output_.append(ptr, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 40000;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 8021;
+  }
+  socket_t socket() const override { return INVALID_SOCKET; }
+  bool failed() const { return failed_; }
+  size_t consumed() const { return pos_; }
+
+ private:
+  std::string_view input_;
+  std::string& output_;
+  size_t pos_ = 0;
+  bool failed_ = false;
+};
 
 }  // namespace
 
@@ -144,6 +187,20 @@ void GatedServer::serve(int fd, std::string buffered) {
     gate_->resume(fd, stream.leftover());
   else
     gate_->close(fd);
+}
+
+std::string GatedServer::serve_bytes(std::string input) {
+  std::string output;
+  std::string_view rest(input);
+  // The gate hands a connection over once a request's line and headers are complete.
+  while (rest.find("\r\n\r\n") != std::string_view::npos) {
+    InMemoryConnectionStream stream(rest, output);
+    bool client_closes = false;
+    const bool answered = process_request(stream, /*close_connection=*/false, client_closes, nullptr);
+    if (!answered || client_closes || stream.failed() || stream.consumed() == 0) break;
+    rest.remove_prefix(stream.consumed());
+  }
+  return output;
 }
 
 }  // namespace baton::api

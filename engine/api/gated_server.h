@@ -57,6 +57,12 @@ class GatedServer : public httplib::Server {
   // past the limit (its status must be 413 and the connection is closed after the answer).
   static bool current_request_over_body_limit();
 
+  // Serves `input` as the bytes one connection sent, on the calling thread and without a socket:
+  // its requests are answered in order as a kept-alive connection's would be (each once its
+  // headers are complete, as the gate hands them over), until one closes the connection or the
+  // bytes run out; returns every byte written. For the HTTP fuzz target (tests/fuzz/fuzz_http.cpp).
+  std::string serve_bytes(std::string input);
+
  private:
   bool process_and_close_socket(socket_t sock) override;  // on the listen thread: to the gate
   bool dispatch(int fd, std::string buffered);            // from the gate: to a worker

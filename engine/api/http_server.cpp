@@ -377,4 +377,6 @@ void HttpServer::stop() {
 
 HttpMetrics& HttpServer::metrics() { return impl_->metrics; }
 
+std::string HttpServer::serve_bytes(std::string input) { return impl_->server.serve_bytes(std::move(input)); }
+
 }  // namespace baton::api

@@ -58,6 +58,10 @@ class HttpServer {
 
   HttpMetrics& metrics();
 
+  // The bytes of one connection served in memory on the calling thread, through the same routes
+  // (start() not needed); returns what the server wrote. For the fuzz target (tests/fuzz/fuzz_http.cpp).
+  std::string serve_bytes(std::string input);
+
   struct Impl;  // routes and handlers (http_server.cpp, generation_handler.cpp)
 
  private:

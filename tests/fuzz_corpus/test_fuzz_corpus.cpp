@@ -29,6 +29,10 @@
 #define LLVMFuzzerTestOneInput fuzz_grammar_one
 #include "fuzz/fuzz_grammar.cpp"
 #undef LLVMFuzzerTestOneInput
+#define BATON_FUZZ_DEFAULT_MODEL BATON_SHARED_DIR_DEFAULT "/models/stories260K.gguf"
+#define LLVMFuzzerTestOneInput fuzz_http_one
+#include "fuzz/fuzz_http.cpp"
+#undef LLVMFuzzerTestOneInput
 
 namespace {
 
@@ -68,4 +72,29 @@ TEST_CASE("fuzz corpus: chat templates detect and render or refuse a role") {
 }
 TEST_CASE("fuzz corpus: JSON schemas compile to GBNF that parses, GBNF parses or is refused") {
   CHECK(replay("grammar", fuzz_grammar_one) >= 10);
+}
+TEST_CASE("fuzz corpus: HTTP connections get valid responses from the real routes") {
+  CHECK(replay("http", fuzz_http_one) >= 20);
+}
+TEST_CASE("fuzz corpus: the HTTP harness serves a connection's pipelined requests in order") {
+  // serve_bytes must behave as a kept-alive connection: every complete request answered, in
+  // order, and nothing after one that closes the connection.
+  const std::string three =
+      "GET /health HTTP/1.1\r\nHost: h\r\n\r\n"
+      "POST /tokenize HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{\"content\":\"a\"}"
+      "GET /nope HTTP/1.1\r\nHost: h\r\n\r\n";
+  const std::string out = fuzz_http_servers().open->serve_bytes(three);
+  const size_t first = out.find("HTTP/1.1 200");
+  const size_t second = out.find("HTTP/1.1 200", first + 1);
+  const size_t third = out.find("HTTP/1.1 404", second + 1);
+  CHECK(first == 0);
+  CHECK(second != std::string::npos);
+  CHECK(out.find("\"tokens\"", second) != std::string::npos);
+  CHECK(third != std::string::npos);
+  const std::string closing = "GET /health HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\nGET /health HTTP/1.1\r\nHost: h\r\n\r\n";
+  const std::string once = fuzz_http_servers().open->serve_bytes(closing);
+  CHECK(once.find("HTTP/1.1 200") == 0);
+  CHECK(once.find("HTTP/1.1", 1) == std::string::npos);
+  // The key-checking server refuses a request without the key.
+  CHECK(fuzz_http_servers().keyed->serve_bytes("GET /v1/models HTTP/1.1\r\nHost: h\r\n\r\n").starts_with("HTTP/1.1 401"));
 }
