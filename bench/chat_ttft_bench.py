@@ -65,13 +65,20 @@ def main():
     ap.add_argument("--reply", type=int, default=32)
     ap.add_argument("--api-key", default="")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--only-reuse", action="store_true",
+                    help="send each turn once, with cache_prompt: true (a real chat: only the previous turn is "
+                         "cached; bench/chat_ttft_compare.sh uses it to compare servers)")
     a = ap.parse_args()
     rng = random.Random(7)
     messages, rows = [{"role": "system", "content": "You are a storyteller."}], []
     for turn in range(1, a.turns + 1):
         messages.append({"role": "user", "content": user_message(rng, int(a.new_tokens * 0.75))})
-        t_off, text_off, u_off = chat(a.url, messages, a.reply, False, a.api_key)
-        t_on, text_on, u_on = chat(a.url, messages, a.reply, True, a.api_key)
+        if a.only_reuse:
+            t_on, text_on, u_on = chat(a.url, messages, a.reply, True, a.api_key)
+            t_off, text_off = t_on, text_on
+        else:
+            t_off, text_off, u_off = chat(a.url, messages, a.reply, False, a.api_key)
+            t_on, text_on, u_on = chat(a.url, messages, a.reply, True, a.api_key)
         same = text_on == text_off
         cached = u_on.get("prompt_tokens_details", {}).get("cached_tokens", 0)
         rows.append({"turn": turn, "prompt_tokens": u_on.get("prompt_tokens"), "cached_tokens": cached,
