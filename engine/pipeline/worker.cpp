@@ -16,7 +16,7 @@
 #include "gguf/gguf_file.h"
 #include "gguf/model_identity.h"
 #include "gguf/shard.h"
-#include "kernels/thread_pool.h"
+#include "kernels/core/thread_pool.h"
 
 namespace baton::pipeline {
 

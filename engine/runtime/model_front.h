@@ -17,7 +17,7 @@
 #include "engine/model/weights.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gguf/gguf_file.h"
-#include "kernels/thread_pool.h"
+#include "kernels/core/thread_pool.h"
 
 namespace baton {
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/kernel_scratch.h"
+#include "kernels/core/scratch.h"
 #include "test_kquant_util.h"
 
 using namespace baton::test::kq;

@@ -53,7 +53,7 @@ const std::map<std::string, std::vector<std::string>>& floor_table() {
       {"engine/quantize", {"gguf", "kernels"}},
       {"engine/runtime", {"engine/model", "engine/sampling", "engine/tokenizer"}},
       {"engine/serving", {"engine/grammar", "engine/runtime"}},
-      {"engine/cluster", {"gguf", "kernels", "net"}},
+      {"engine/cluster", {"engine/model", "gguf", "kernels", "net"}},
       {"engine/pipeline", {"engine/cluster", "engine/runtime", "net"}},
       {"engine/registry", {"engine/pipeline"}},
       {"engine/api", {"engine/chat", "engine/registry", "engine/serving"}},
