@@ -24,13 +24,12 @@ class ByteCursor {
   // Throws FormatError "<source>: <message> (at byte <offset>)".
   template <class... Args>
   [[noreturn]] void fail_at(uint64_t offset, fmt::format_string<Args...> format, Args&&... args) const {
-    throw FormatError(fmt::format("{}: {} (at byte {})", source_,
-                                  fmt::format(format, std::forward<Args>(args)...), offset));
+    throw FormatError(
+        fmt::format("{}: {} (at byte {})", source_, fmt::format(format, std::forward<Args>(args)...), offset));
   }
 
   void require(uint64_t n, std::string_view what) const {
-    if (n > remaining())
-      fail_at(pos_, "truncated: {} needs {} bytes, only {} remain", what, n, remaining());
+    if (n > remaining()) fail_at(pos_, "truncated: {} needs {} bytes, only {} remain", what, n, remaining());
   }
 
   uint8_t u8(std::string_view what) { return scalar<uint8_t>(what); }
@@ -49,8 +48,7 @@ class ByteCursor {
   std::string string(std::string_view what) {
     const uint64_t at = pos_;
     const uint64_t n = u64(what);
-    if (n > remaining())
-      fail_at(at, "{} has length {} but only {} bytes remain in the file", what, n, remaining());
+    if (n > remaining()) fail_at(at, "{} has length {} but only {} bytes remain in the file", what, n, remaining());
     std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), static_cast<size_t>(n));
     pos_ += n;
     return s;

@@ -125,8 +125,8 @@ class GgufParser {
     const SplitInfo split = read_split_keys(f->metadata_, f->path_);
     if (!follow_split || !split.present || split.count == 1) return index(std::move(f));
     if (split.no != 0)
-      fail<FormatError>("{}: this is part {} of {} of a split model; open the first part ({})", f->path_,
-                        split.no + 1, split.count, sibling_path(f->path_, 0, split.count));
+      fail<FormatError>("{}: this is part {} of {} of a split model; open the first part ({})", f->path_, split.no + 1,
+                        split.count, sibling_path(f->path_, 0, split.count));
     for (uint64_t i = 1; i < split.count; ++i) add_part(*f, i, split);
 
     if (f->tensors_.size() != split.tensors)
@@ -156,8 +156,8 @@ class GgufParser {
     GgufHeader h = parse_gguf_header(part->bytes(), path);
     const SplitInfo s = read_split_keys(h.metadata, path);
     if (!s.present || s.no != index || s.count != split.count)
-      fail<FormatError>("{}: expected split part {} of {}, found split.no = {}, split.count = {}", path,
-                        index + 1, split.count, s.present ? s.no + 1 : 0, s.present ? s.count : 0);
+      fail<FormatError>("{}: expected split part {} of {}, found split.no = {}, split.count = {}", path, index + 1,
+                        split.count, s.present ? s.no + 1 : 0, s.present ? s.count : 0);
     part->data_offset = h.data_offset;
     const auto part_no = static_cast<uint32_t>(f.parts_.size());
     for (auto& t : h.tensors) {

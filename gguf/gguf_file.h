@@ -22,15 +22,15 @@ namespace baton::gguf {
 struct TensorInfo {
   std::string name;
   GgmlType type = GgmlType::kF32;
-  std::vector<uint64_t> ne;   // ggml order: ne[0] is the innermost (row) length
-  uint64_t offset = 0;        // from the start of its part's data section
-  uint64_t n_bytes = 0;       // validated: ne product / block_size * block_bytes
-  uint32_t part = 0;          // which file of a split model holds it
+  std::vector<uint64_t> ne;  // ggml order: ne[0] is the innermost (row) length
+  uint64_t offset = 0;       // from the start of its part's data section
+  uint64_t n_bytes = 0;      // validated: ne product / block_size * block_bytes
+  uint32_t part = 0;         // which file of a split model holds it
 
   uint64_t n_elements() const;
   uint64_t row_length() const { return ne.empty() ? 1 : ne[0]; }
-  uint64_t n_rows() const;    // n_elements / row_length
-  uint64_t row_bytes() const; // bytes of one row of ne[0] elements
+  uint64_t n_rows() const;     // n_elements / row_length
+  uint64_t row_bytes() const;  // bytes of one row of ne[0] elements
 };
 
 class GgufFile {
@@ -39,8 +39,7 @@ class GgufFile {
   static std::shared_ptr<const GgufFile> open(const std::string& path);
   // Parses an in-memory image (tests, fuzzing); the bytes are copied. Split keys are not
   // followed: the image is one part. prefetch()/release() do nothing on such a file.
-  static std::shared_ptr<const GgufFile> from_bytes(std::span<const uint8_t> bytes,
-                                                    std::string name = "<memory>");
+  static std::shared_ptr<const GgufFile> from_bytes(std::span<const uint8_t> bytes, std::string name = "<memory>");
 
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
@@ -50,7 +49,7 @@ class GgufFile {
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   uint32_t n_parts() const;
-  uint64_t total_file_bytes() const;   // sum over parts
+  uint64_t total_file_bytes() const;  // sum over parts
 
   const Metadata& metadata() const { return metadata_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }

@@ -17,10 +17,18 @@ constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian uint3
 // Bytes one array element occupies at least (strings: their uint64 length).
 uint64_t min_element_bytes(ValueType t) {
   switch (t) {
-    case ValueType::kUint8: case ValueType::kInt8: case ValueType::kBool: return 1;
-    case ValueType::kUint16: case ValueType::kInt16: return 2;
-    case ValueType::kUint32: case ValueType::kInt32: case ValueType::kFloat32: return 4;
-    case ValueType::kUint64: case ValueType::kInt64: case ValueType::kFloat64: case ValueType::kString: return 8;
+    case ValueType::kUint8:
+    case ValueType::kInt8:
+    case ValueType::kBool: return 1;
+    case ValueType::kUint16:
+    case ValueType::kInt16: return 2;
+    case ValueType::kUint32:
+    case ValueType::kInt32:
+    case ValueType::kFloat32: return 4;
+    case ValueType::kUint64:
+    case ValueType::kInt64:
+    case ValueType::kFloat64:
+    case ValueType::kString: return 8;
     case ValueType::kArray: return 0;
   }
   return 0;
@@ -69,11 +77,9 @@ Value read_value(ByteCursor& c, ValueType type, const std::string& key) {
   }
   const uint64_t at = c.offset();
   const uint32_t elem_raw = c.u32("array element type of metadata key '" + key + "'");
-  if (!valid_value_type(elem_raw))
-    c.fail_at(at, "metadata key '{}': unknown array element type {}", key, elem_raw);
+  if (!valid_value_type(elem_raw)) c.fail_at(at, "metadata key '{}': unknown array element type {}", key, elem_raw);
   const auto elem = static_cast<ValueType>(elem_raw);
-  if (elem == ValueType::kArray)
-    c.fail_at(at, "metadata key '{}': arrays of arrays are not supported", key);
+  if (elem == ValueType::kArray) c.fail_at(at, "metadata key '{}': arrays of arrays are not supported", key);
   const uint64_t count = c.u64("array length of metadata key '" + key + "'");
   if (count > c.remaining() / min_element_bytes(elem))
     c.fail_at(at, "metadata key '{}': array of {} {} elements cannot fit in the {} remaining bytes", key, count,
@@ -81,12 +87,16 @@ Value read_value(ByteCursor& c, ValueType type, const std::string& key) {
   v.element_type = elem;
   const std::string ewhat = "element of array '" + key + "'";
   switch (elem) {
-    case ValueType::kUint8: case ValueType::kUint16: case ValueType::kUint32: case ValueType::kUint64:
-      v.data = read_array_of<uint64_t>(c, elem, count, ewhat); break;
-    case ValueType::kInt8: case ValueType::kInt16: case ValueType::kInt32: case ValueType::kInt64:
-      v.data = read_array_of<int64_t>(c, elem, count, ewhat); break;
-    case ValueType::kFloat32: case ValueType::kFloat64:
-      v.data = read_array_of<double>(c, elem, count, ewhat); break;
+    case ValueType::kUint8:
+    case ValueType::kUint16:
+    case ValueType::kUint32:
+    case ValueType::kUint64: v.data = read_array_of<uint64_t>(c, elem, count, ewhat); break;
+    case ValueType::kInt8:
+    case ValueType::kInt16:
+    case ValueType::kInt32:
+    case ValueType::kInt64: v.data = read_array_of<int64_t>(c, elem, count, ewhat); break;
+    case ValueType::kFloat32:
+    case ValueType::kFloat64: v.data = read_array_of<double>(c, elem, count, ewhat); break;
     case ValueType::kBool: v.data = read_array_of<bool>(c, elem, count, ewhat); break;
     case ValueType::kString: v.data = read_array_of<std::string>(c, elem, count, ewhat); break;
     case ValueType::kArray: break;
@@ -145,8 +155,8 @@ TensorInfo read_tensor_info(ByteCursor& c, uint64_t index) {
   return t;
 }
 
-void validate_placement(std::vector<TensorInfo>& tensors, uint64_t alignment, uint64_t data_offset,
-                        uint64_t file_size, std::string_view source) {
+void validate_placement(std::vector<TensorInfo>& tensors, uint64_t alignment, uint64_t data_offset, uint64_t file_size,
+                        std::string_view source) {
   if (!tensors.empty() && data_offset > file_size)
     fail<FormatError>("{}: tensor data section starts at byte {}, past the end of the {}-byte file", source,
                       data_offset, file_size);
@@ -155,8 +165,8 @@ void validate_placement(std::vector<TensorInfo>& tensors, uint64_t alignment, ui
   for (const auto& t : tensors) {
     if (!names.insert(t.name).second) fail<FormatError>("{}: duplicate tensor name '{}'", source, t.name);
     if (t.offset % alignment != 0)
-      fail<FormatError>("{}: tensor '{}' offset {} is not a multiple of the alignment {}", source, t.name,
-                        t.offset, alignment);
+      fail<FormatError>("{}: tensor '{}' offset {} is not a multiple of the alignment {}", source, t.name, t.offset,
+                        alignment);
     auto end = checked_add(t.offset, t.n_bytes);
     if (!end || *end > data_size)
       fail<FormatError>(

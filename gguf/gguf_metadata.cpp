@@ -11,12 +11,10 @@ namespace baton::gguf {
 namespace {
 
 bool is_unsigned(ValueType t) {
-  return t == ValueType::kUint8 || t == ValueType::kUint16 || t == ValueType::kUint32 ||
-         t == ValueType::kUint64;
+  return t == ValueType::kUint8 || t == ValueType::kUint16 || t == ValueType::kUint32 || t == ValueType::kUint64;
 }
 bool is_signed(ValueType t) {
-  return t == ValueType::kInt8 || t == ValueType::kInt16 || t == ValueType::kInt32 ||
-         t == ValueType::kInt64;
+  return t == ValueType::kInt8 || t == ValueType::kInt16 || t == ValueType::kInt32 || t == ValueType::kInt64;
 }
 bool is_float(ValueType t) { return t == ValueType::kFloat32 || t == ValueType::kFloat64; }
 
@@ -55,8 +53,7 @@ size_t Value::array_size() const {
                       std::is_same_v<D, std::vector<double>> || std::is_same_v<D, std::vector<bool>> ||
                       std::is_same_v<D, std::vector<std::string>>)
           return d.size();
-        else
-          return 0;
+        else return 0;
       },
       data);
 }
@@ -183,8 +180,8 @@ std::optional<std::vector<int64_t>> Metadata::find_int_array(std::string_view ke
       out.reserve(src.size());
       for (size_t i = 0; i < src.size(); ++i) {
         if (src[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-          md_fail(source_, fmt::format("metadata key '{}': element {} = {} does not fit a signed 64-bit integer",
-                                       key, i, src[i]));
+          md_fail(source_, fmt::format("metadata key '{}': element {} = {} does not fit a signed 64-bit integer", key,
+                                       i, src[i]));
         out.push_back(static_cast<int64_t>(src[i]));
       }
       return out;
@@ -250,6 +247,5 @@ void Metadata::set_float32_array(std::string key, std::vector<double> v) {
 void Metadata::set_int32_array(std::string key, std::vector<int64_t> v) {
   set(std::move(key), Value{ValueType::kArray, ValueType::kInt32, std::move(v)});
 }
-
 
 }  // namespace baton::gguf

@@ -15,8 +15,19 @@
 namespace baton::gguf {
 
 enum class ValueType : uint32_t {
-  kUint8 = 0, kInt8 = 1, kUint16 = 2, kInt16 = 3, kUint32 = 4, kInt32 = 5, kFloat32 = 6,
-  kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
+  kUint8 = 0,
+  kInt8 = 1,
+  kUint16 = 2,
+  kInt16 = 3,
+  kUint32 = 4,
+  kInt32 = 5,
+  kFloat32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kUint64 = 10,
+  kInt64 = 11,
+  kFloat64 = 12,
 };
 std::string_view value_type_name(ValueType t);
 
@@ -25,9 +36,9 @@ std::string_view value_type_name(ValueType t);
 struct Value {
   ValueType type = ValueType::kUint32;
   ValueType element_type = ValueType::kUint32;  // arrays only
-  std::variant<uint64_t, int64_t, double, bool, std::string,
-               std::vector<uint64_t>, std::vector<int64_t>, std::vector<double>,
-               std::vector<bool>, std::vector<std::string>> data;
+  std::variant<uint64_t, int64_t, double, bool, std::string, std::vector<uint64_t>, std::vector<int64_t>,
+               std::vector<double>, std::vector<bool>, std::vector<std::string>>
+      data;
 
   bool is_array() const { return type == ValueType::kArray; }
   size_t array_size() const;  // 0 for scalars
@@ -35,7 +46,7 @@ struct Value {
 
 class Metadata {
  public:
-  void set(std::string key, Value value);   // replaces
+  void set(std::string key, Value value);  // replaces
   bool erase(std::string_view key);
   const Value* find(std::string_view key) const;
   bool contains(std::string_view key) const { return find(key) != nullptr; }

@@ -59,20 +59,23 @@ void encode_scalar_i(std::string& out, ValueType t, int64_t v, std::string_view 
 }
 
 void encode_scalar_f(std::string& out, ValueType t, double v) {
-  if (t == ValueType::kFloat32)
-    put(out, static_cast<float>(v));
-  else
-    put(out, v);
+  if (t == ValueType::kFloat32) put(out, static_cast<float>(v));
+  else put(out, v);
 }
 
 enum class Kind { kUnsigned, kSigned, kFloat, kBool, kString, kOther };
 Kind kind_of(ValueType t) {
   switch (t) {
-    case ValueType::kUint8: case ValueType::kUint16: case ValueType::kUint32: case ValueType::kUint64:
-      return Kind::kUnsigned;
-    case ValueType::kInt8: case ValueType::kInt16: case ValueType::kInt32: case ValueType::kInt64:
-      return Kind::kSigned;
-    case ValueType::kFloat32: case ValueType::kFloat64: return Kind::kFloat;
+    case ValueType::kUint8:
+    case ValueType::kUint16:
+    case ValueType::kUint32:
+    case ValueType::kUint64: return Kind::kUnsigned;
+    case ValueType::kInt8:
+    case ValueType::kInt16:
+    case ValueType::kInt32:
+    case ValueType::kInt64: return Kind::kSigned;
+    case ValueType::kFloat32:
+    case ValueType::kFloat64: return Kind::kFloat;
     case ValueType::kBool: return Kind::kBool;
     case ValueType::kString: return Kind::kString;
     case ValueType::kArray: return Kind::kOther;
@@ -138,23 +141,21 @@ void encode_value(std::string& out, const Value& v, std::string_view key) {
   fail<Error>("metadata key '{}': unsupported array element type {}", key, static_cast<uint32_t>(v.element_type));
 }
 
-GgufWriter::GgufWriter(Metadata metadata) : metadata_(std::move(metadata)) {
-  (void)alignment();
-}
+GgufWriter::GgufWriter(Metadata metadata) : metadata_(std::move(metadata)) { (void)alignment(); }
 
 uint64_t GgufWriter::alignment() const {
   const Value* a = metadata_.find("general.alignment");
   if (!a) return kDefaultAlignment;
   const uint64_t v = metadata_.require_uint("general.alignment");
-  if (v == 0 || !std::has_single_bit(v))
-    fail<FormatError>("general.alignment = {} is not a non-zero power of two", v);
+  if (v == 0 || !std::has_single_bit(v)) fail<FormatError>("general.alignment = {} is not a non-zero power of two", v);
   return v;
 }
 
 uint64_t GgufWriter::check_tensor(const std::string& name, GgmlType type, const std::vector<uint64_t>& ne) const {
   for (const auto& t : tensors_)
     if (t.name == name) fail<Error>("GGUF writer: duplicate tensor name '{}'", name);
-  if (ne.size() > kMaxDims) fail<Error>("GGUF writer: tensor '{}' has {} dimensions (max {})", name, ne.size(), kMaxDims);
+  if (ne.size() > kMaxDims)
+    fail<Error>("GGUF writer: tensor '{}' has {} dimensions (max {})", name, ne.size(), kMaxDims);
   const auto& info = require_ggml_type(type);
   TensorInfo probe;
   probe.type = type;
@@ -171,8 +172,7 @@ uint64_t GgufWriter::check_tensor(const std::string& name, GgmlType type, const 
   return n / info.block_size * info.block_bytes;
 }
 
-void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_t> ne,
-                            std::span<const uint8_t> data) {
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_t> ne, std::span<const uint8_t> data) {
   const uint64_t bytes = check_tensor(name, type, ne);
   if (bytes != data.size())
     fail<Error>("GGUF writer: tensor '{}' of type {} and shape needs {} bytes, got {}", name,
@@ -237,7 +237,8 @@ void GgufWriter::write_data(std::ostream& out, size_t index, std::span<const uin
 
 void GgufWriter::write(std::ostream& out) const {
   for (const auto& t : tensors_)
-    if (t.declared) fail<Error>("GGUF writer: tensor '{}' was declared without data; stream it with write_data()", t.name);
+    if (t.declared)
+      fail<Error>("GGUF writer: tensor '{}' was declared without data; stream it with write_data()", t.name);
   write_header(out);
   for (size_t i = 0; i < tensors_.size(); ++i) write_data(out, i, tensors_[i].data);
 }

@@ -53,8 +53,8 @@ class GgufWriter {
     std::string name;
     GgmlType type;
     std::vector<uint64_t> ne;
-    uint64_t bytes = 0;              // what the shape implies
-    std::span<const uint8_t> data;   // empty for a declared tensor
+    uint64_t bytes = 0;             // what the shape implies
+    std::span<const uint8_t> data;  // empty for a declared tensor
     bool declared = false;
   };
   // Checks name, rank and block multiple; returns the size the shape implies.

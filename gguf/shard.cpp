@@ -20,8 +20,7 @@ bool starts_with_any(std::string_view name, std::initializer_list<std::string_vi
 uint32_t block_count(const GgufFile& file) {
   const std::string arch = file.metadata().require_string("general.architecture");
   const uint64_t n = file.metadata().require_uint(arch + ".block_count");
-  if (n > UINT32_MAX)
-    fail<FormatError>("{}: {}.block_count = {} is not a plausible layer count", file.path(), arch, n);
+  if (n > UINT32_MAX) fail<FormatError>("{}: {}.block_count = {} is not a plausible layer count", file.path(), arch, n);
   return static_cast<uint32_t>(n);
 }
 
@@ -47,8 +46,7 @@ HeldLayers held_layers(const GgufFile& file) {
   const uint64_t first = md.require_uint(kShardFirstLayerKey);
   const uint64_t last = md.require_uint(kShardLastLayerKey);
   if (first > last || last >= h.n_layer)
-    fail<FormatError>("{}: shard range {}-{} does not fit the model's {} layers", file.path(), first, last,
-                      h.n_layer);
+    fail<FormatError>("{}: shard range {}-{} does not fit the model's {} layers", file.path(), first, last, h.n_layer);
   h.first = static_cast<uint32_t>(first);
   h.last = static_cast<uint32_t>(last);
   h.is_shard = true;
@@ -71,14 +69,11 @@ std::vector<const TensorInfo*> select_shard_tensors(const GgufFile& source, cons
   for (const auto& t : source.tensors()) {
     const int64_t layer = tensor_layer(t.name);
     bool keep;
-    if (layer >= 0)
-      keep = layer >= options.first_layer && layer <= options.last_layer;
+    if (layer >= 0) keep = layer >= options.first_layer && layer <= options.last_layer;
     else if (starts_with_any(t.name, {"token_embd.", "token_embd_norm.", "position_embd.", "token_types."}))
       keep = options.with_embeddings;
-    else if (starts_with_any(t.name, {"output.", "output_norm."}))
-      keep = options.with_output;
-    else
-      keep = true;
+    else if (starts_with_any(t.name, {"output.", "output_norm."})) keep = options.with_output;
+    else keep = true;
     if (keep) out.push_back(&t);
   }
   return out;
@@ -89,8 +84,8 @@ size_t write_shard(const GgufFile& source, const ShardOptions& options, const st
   Metadata md = source.metadata();
   for (auto key : {"split.no", "split.count", "split.tensors.count"}) md.erase(key);
   const std::string identity = model_identity(source);
-  std::string source_name = md.find_string(kShardSourceNameKey).value_or(
-      std::filesystem::path(source.path()).filename().string());
+  std::string source_name =
+      md.find_string(kShardSourceNameKey).value_or(std::filesystem::path(source.path()).filename().string());
   md.set_uint32(std::string(kShardFirstLayerKey), options.first_layer);
   md.set_uint32(std::string(kShardLastLayerKey), options.last_layer);
   md.set_string(std::string(kShardSourceIdentityKey), identity);

@@ -19,9 +19,9 @@ inline constexpr std::string_view kShardLastLayerKey = "baton.shard.last_layer";
 inline constexpr std::string_view kShardSourceNameKey = "baton.shard.source_name";
 
 struct HeldLayers {
-  uint32_t n_layer = 0;   // the whole model's {arch}.block_count
-  uint32_t first = 0;     // first held layer
-  uint32_t last = 0;      // last held layer (inclusive); meaningless when n_layer == 0
+  uint32_t n_layer = 0;  // the whole model's {arch}.block_count
+  uint32_t first = 0;    // first held layer
+  uint32_t last = 0;     // last held layer (inclusive); meaningless when n_layer == 0
   bool is_shard = false;
 
   // True when every layer in [first, last] (inclusive) is held.
@@ -42,8 +42,8 @@ void require_layers(const GgufFile& file, uint32_t first, uint32_t last);
 int64_t tensor_layer(std::string_view name);
 
 struct ShardOptions {
-  uint32_t first_layer = 0;  // inclusive
-  uint32_t last_layer = 0;   // inclusive
+  uint32_t first_layer = 0;      // inclusive
+  uint32_t last_layer = 0;       // inclusive
   bool with_embeddings = false;  // token_embd.*, token_embd_norm.*, position_embd.*, token_types.*
   bool with_output = false;      // output.*, output_norm.*
 };

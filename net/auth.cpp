@@ -17,8 +17,7 @@
 namespace baton::net {
 
 AuthConfig AuthConfig::with_secret(std::string secret) {
-  if (secret.empty())
-    fail("net: the cluster secret is empty (use an explicit insecure mode to run without one)");
+  if (secret.empty()) fail("net: the cluster secret is empty (use an explicit insecure mode to run without one)");
   return AuthConfig(AuthMode::kHmacSha256, std::move(secret));
 }
 
@@ -35,15 +34,16 @@ std::string load_secret_file(const std::string& path) {
   if (secret.empty()) fail("cluster secret file '{}' is empty", path);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
-    spdlog::warn("cluster secret file '{}' is accessible by group/others (mode {:o}); "
-                 "chmod 600 it", path, st.st_mode & 0777);
+    spdlog::warn(
+        "cluster secret file '{}' is accessible by group/others (mode {:o}); "
+        "chmod 600 it",
+        path, st.st_mode & 0777);
   return secret;
 }
 
 Nonce random_nonce() {
   Nonce n;
-  if (RAND_bytes(n.data(), static_cast<int>(n.size())) != 1)
-    fail("net: OpenSSL RAND_bytes failed to produce a nonce");
+  if (RAND_bytes(n.data(), static_cast<int>(n.size())) != 1) fail("net: OpenSSL RAND_bytes failed to produce a nonce");
   return n;
 }
 
@@ -55,15 +55,12 @@ void append_field(std::string& out, std::string_view field) {
   out.append(field);
 }
 
-std::string_view as_view(const Nonce& n) {
-  return {reinterpret_cast<const char*>(n.data()), n.size()};
-}
+std::string_view as_view(const Nonce& n) { return {reinterpret_cast<const char*>(n.data()), n.size()}; }
 
 }  // namespace
 
-Mac auth_proof(std::string_view secret, AuthSide prover, const Nonce& server_nonce,
-               const Nonce& client_nonce, std::string_view client_node_id,
-               std::string_view server_node_id) {
+Mac auth_proof(std::string_view secret, AuthSide prover, const Nonce& server_nonce, const Nonce& client_nonce,
+               std::string_view client_node_id, std::string_view server_node_id) {
   std::string transcript = "baton-auth-v1";
   append_field(transcript, prover == AuthSide::kClient ? "client" : "server");
   append_field(transcript, as_view(server_nonce));
@@ -73,15 +70,12 @@ Mac auth_proof(std::string_view secret, AuthSide prover, const Nonce& server_non
   Mac mac{};
   unsigned int len = 0;
   if (!HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-            reinterpret_cast<const unsigned char*>(transcript.data()), transcript.size(),
-            mac.data(), &len) ||
+            reinterpret_cast<const unsigned char*>(transcript.data()), transcript.size(), mac.data(), &len) ||
       len != mac.size())
     fail("net: OpenSSL HMAC-SHA256 failed");
   return mac;
 }
 
-bool macs_equal(const Mac& a, const Mac& b) {
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
+bool macs_equal(const Mac& a, const Mac& b) { return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0; }
 
 }  // namespace baton::net

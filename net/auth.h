@@ -45,9 +45,8 @@ enum class AuthSide : uint8_t { kClient, kServer };
 
 // HMAC-SHA256(secret, "baton-auth-v1" | side | server_nonce | client_nonce | client_id |
 // server_id), each variable field length-prefixed. Throws baton::Error only if OpenSSL fails.
-Mac auth_proof(std::string_view secret, AuthSide prover, const Nonce& server_nonce,
-               const Nonce& client_nonce, std::string_view client_node_id,
-               std::string_view server_node_id);
+Mac auth_proof(std::string_view secret, AuthSide prover, const Nonce& server_nonce, const Nonce& client_nonce,
+               std::string_view client_node_id, std::string_view server_node_id);
 
 // Constant-time comparison (CRYPTO_memcmp).
 bool macs_equal(const Mac& a, const Mac& b);

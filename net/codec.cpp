@@ -26,8 +26,8 @@ class Encoder {
 
   Out operator()(const Hello& m) {
     auto node_id = str(m.node_id);
-    auto o = w::CreateHello(fbb_, m.protocol_version, m.features, node_id,
-                            static_cast<w::Role>(m.role), static_cast<w::AuthMode>(m.auth));
+    auto o = w::CreateHello(fbb_, m.protocol_version, m.features, node_id, static_cast<w::Role>(m.role),
+                            static_cast<w::AuthMode>(m.auth));
     return {w::Message_Hello, o.Union()};
   }
   Out operator()(const AuthChallenge& m) {
@@ -70,12 +70,8 @@ class Encoder {
     auto reason = str(m.reason);
     return {w::Message_Failed, w::CreateFailed(fbb_, m.load_id, reason).Union()};
   }
-  Out operator()(const Commit& m) {
-    return {w::Message_Commit, w::CreateCommit(fbb_, m.load_id).Union()};
-  }
-  Out operator()(const Rollback& m) {
-    return {w::Message_Rollback, w::CreateRollback(fbb_, m.load_id).Union()};
-  }
+  Out operator()(const Commit& m) { return {w::Message_Commit, w::CreateCommit(fbb_, m.load_id).Union()}; }
+  Out operator()(const Rollback& m) { return {w::Message_Rollback, w::CreateRollback(fbb_, m.load_id).Union()}; }
   Out operator()(const Forward& m) {
     auto tokens = token_vector(m.tokens);
     auto hidden = tensor(m.hidden);
@@ -88,8 +84,7 @@ class Encoder {
     auto tokens = token_vector(m.tokens);
     auto hidden = tensor(m.hidden);
     auto timings = timing_vector(m.timings);
-    return {w::Message_Hidden,
-            w::CreateHidden(fbb_, m.micro_batch_id, tokens, hidden, m.sent_ns, timings).Union()};
+    return {w::Message_Hidden, w::CreateHidden(fbb_, m.micro_batch_id, tokens, hidden, m.sent_ns, timings).Union()};
   }
   Out operator()(const ResetSequence& m) {
     fb::Offset<fb::Vector<uint32_t>> ids;
@@ -104,9 +99,7 @@ class Encoder {
     auto status = node_status(m.status);
     return {w::Message_Heartbeat, w::CreateHeartbeat(fbb_, status).Union()};
   }
-  Out operator()(const StatsRequest&) {
-    return {w::Message_StatsRequest, w::CreateStatsRequest(fbb_).Union()};
-  }
+  Out operator()(const StatsRequest&) { return {w::Message_StatsRequest, w::CreateStatsRequest(fbb_).Union()}; }
   Out operator()(const Stats& m) {
     auto entries = stat_entries(m.entries);
     return {w::Message_Stats, w::CreateStats(fbb_, entries).Union()};
@@ -118,12 +111,9 @@ class Encoder {
     return {w::Message_ErrorReport,
             w::CreateErrorReport(fbb_, static_cast<w::ErrorCode>(m.code), message, about).Union()};
   }
-  Out operator()(const ClockPing& m) {
-    return {w::Message_ClockPing, w::CreateClockPing(fbb_, m.sent_ns).Union()};
-  }
+  Out operator()(const ClockPing& m) { return {w::Message_ClockPing, w::CreateClockPing(fbb_, m.sent_ns).Union()}; }
   Out operator()(const ClockPong& m) {
-    return {w::Message_ClockPong,
-            w::CreateClockPong(fbb_, m.ping_sent_ns, m.ping_received_ns, m.sent_ns).Union()};
+    return {w::Message_ClockPong, w::CreateClockPong(fbb_, m.ping_sent_ns, m.ping_received_ns, m.sent_ns).Union()};
   }
   Out operator()(const Goodbye& m) {
     auto reason = str(m.reason);
@@ -170,8 +160,8 @@ class Encoder {
     }
     auto identity = str(s.model_identity);
     auto readings = stat_entries(s.readings);
-    return w::CreateNodeStatus(fbb_, node_id, host, s.port, s.memory_total, s.memory_free,
-                               s.threads, isa, s.load, layers, identity, s.speed, readings);
+    return w::CreateNodeStatus(fbb_, node_id, host, s.port, s.memory_total, s.memory_free, s.threads, isa, s.load,
+                               layers, identity, s.speed, readings);
   }
 
   fb::Offset<fb::Vector<fb::Offset<w::StatEntry>>> stat_entries(const std::vector<StatEntry>& in) {
@@ -252,8 +242,7 @@ NodeStatus read_status(const w::NodeStatus* s) {
 // Lists are bounded before converting so a hostile count costs nothing.
 template <class V>
 std::optional<std::string> too_many(std::string_view field, const V* v, size_t max) {
-  if (v && v->size() > max)
-    return fmt::format("{}: {} items, at most {} allowed", field, v->size(), max);
+  if (v && v->size() > max) return fmt::format("{}: {} items, at most {} allowed", field, v->size(), max);
   return std::nullopt;
 }
 
@@ -261,11 +250,10 @@ Result<Message> convert(const w::Header* header) {
   auto bad = [](std::string text) { return Result<Message>(DecodeError{std::move(text)}); };
   // The Verifier accepts a union type whose value is absent; every case below needs it.
   if (header->message_type() != w::Message_NONE && header->message() == nullptr)
-    return bad(fmt::format("header: message type {} without a message table",
-                           static_cast<int>(header->message_type())));
+    return bad(
+        fmt::format("header: message type {} without a message table", static_cast<int>(header->message_type())));
   switch (header->message_type()) {
-    case w::Message_NONE:
-      return bad("header: no message (union type NONE)");
+    case w::Message_NONE: return bad("header: no message (union type NONE)");
     case w::Message_Hello: {
       auto* m = header->message_as_Hello();
       Hello out;
@@ -280,21 +268,19 @@ Result<Message> convert(const w::Header* header) {
       AuthChallenge out;
       auto* v = header->message_as_AuthChallenge()->nonce();
       if (!read_bytes(v, out.nonce))
-        return bad(fmt::format("AuthChallenge.nonce: {} bytes, expected {}", size_of(v),
-                               kNonceBytes));
+        return bad(fmt::format("AuthChallenge.nonce: {} bytes, expected {}", size_of(v), kNonceBytes));
       return Message(out);
     }
     case w::Message_AuthResponse: {
       auto* m = header->message_as_AuthResponse();
       AuthResponse out;
       if (!read_bytes(m->mac(), out.mac))
-        return bad(fmt::format("AuthResponse.mac: {} bytes, expected {}", size_of(m->mac()),
-                               kMacBytes));
+        return bad(fmt::format("AuthResponse.mac: {} bytes, expected {}", size_of(m->mac()), kMacBytes));
       if (m->counter_nonce()) {
         Nonce n;
         if (!read_bytes(m->counter_nonce(), n))
-          return bad(fmt::format("AuthResponse.counter_nonce: {} bytes, expected {}",
-                                 size_of(m->counter_nonce()), kNonceBytes));
+          return bad(fmt::format("AuthResponse.counter_nonce: {} bytes, expected {}", size_of(m->counter_nonce()),
+                                 kNonceBytes));
         out.counter_nonce = n;
       }
       return Message(out);
@@ -312,8 +298,7 @@ Result<Message> convert(const w::Header* header) {
         out.next_hop = NextHop{read_str(hop->host()), hop->port(), read_str(hop->node_id())};
       out.activation_dtype = static_cast<DType>(m->activation_dtype());
       if (m->options())
-        for (const w::KeyValue* kv : *m->options())
-          out.options.push_back({read_str(kv->key()), read_str(kv->value())});
+        for (const w::KeyValue* kv : *m->options()) out.options.push_back({read_str(kv->key()), read_str(kv->value())});
       out.n_ctx = m->n_ctx();
       out.max_sequences = m->max_sequences();
       return Message(std::move(out));
@@ -326,30 +311,26 @@ Result<Message> convert(const w::Header* header) {
       auto* m = header->message_as_Failed();
       return Message(Failed{m->load_id(), read_str(m->reason())});
     }
-    case w::Message_Commit:
-      return Message(Commit{header->message_as_Commit()->load_id()});
-    case w::Message_Rollback:
-      return Message(Rollback{header->message_as_Rollback()->load_id()});
+    case w::Message_Commit: return Message(Commit{header->message_as_Commit()->load_id()});
+    case w::Message_Rollback: return Message(Rollback{header->message_as_Rollback()->load_id()});
     case w::Message_Forward: {
       auto* m = header->message_as_Forward();
       if (auto p = too_many("Forward.tokens", m->tokens(), kMaxTokens)) return bad(*p);
-      if (auto p = too_many("Forward.hidden.shape", m->hidden()->shape(), kMaxTensorRank))
-        return bad(*p);
+      if (auto p = too_many("Forward.hidden.shape", m->hidden()->shape(), kMaxTensorRank)) return bad(*p);
       if (auto p = too_many("Forward.row_hints", m->row_hints(), kMaxTokens)) return bad(*p);
       if (auto p = too_many("Forward.timings", m->timings(), kMaxStageTimings)) return bad(*p);
       std::vector<uint8_t> hints;
       if (m->row_hints()) hints.assign(m->row_hints()->begin(), m->row_hints()->end());
-      return Message(Forward{m->micro_batch_id(), read_tokens(m->tokens()), read_tensor(m->hidden()),
-                             std::move(hints), m->sent_ns(), read_timings(m->timings())});
+      return Message(Forward{m->micro_batch_id(), read_tokens(m->tokens()), read_tensor(m->hidden()), std::move(hints),
+                             m->sent_ns(), read_timings(m->timings())});
     }
     case w::Message_Hidden: {
       auto* m = header->message_as_Hidden();
       if (auto p = too_many("Hidden.tokens", m->tokens(), kMaxTokens)) return bad(*p);
-      if (auto p = too_many("Hidden.hidden.shape", m->hidden()->shape(), kMaxTensorRank))
-        return bad(*p);
+      if (auto p = too_many("Hidden.hidden.shape", m->hidden()->shape(), kMaxTensorRank)) return bad(*p);
       if (auto p = too_many("Hidden.timings", m->timings(), kMaxStageTimings)) return bad(*p);
-      return Message(Hidden{m->micro_batch_id(), read_tokens(m->tokens()), read_tensor(m->hidden()),
-                            m->sent_ns(), read_timings(m->timings())});
+      return Message(Hidden{m->micro_batch_id(), read_tokens(m->tokens()), read_tensor(m->hidden()), m->sent_ns(),
+                            read_timings(m->timings())});
     }
     case w::Message_ResetSequence: {
       auto* m = header->message_as_ResetSequence();
@@ -371,15 +352,13 @@ Result<Message> convert(const w::Header* header) {
       if (auto p = too_many("Heartbeat.status.readings", s->readings(), kMaxListItems)) return bad(*p);
       return Message(Heartbeat{read_status(s)});
     }
-    case w::Message_StatsRequest:
-      return Message(StatsRequest{});
+    case w::Message_StatsRequest: return Message(StatsRequest{});
     case w::Message_Stats: {
       auto* m = header->message_as_Stats();
       if (auto p = too_many("Stats.entries", m->entries(), kMaxListItems)) return bad(*p);
       Stats out;
       if (m->entries())
-        for (const w::StatEntry* e : *m->entries())
-          out.entries.push_back({read_str(e->name()), e->value()});
+        for (const w::StatEntry* e : *m->entries()) out.entries.push_back({read_str(e->name()), e->value()});
       return Message(std::move(out));
     }
     case w::Message_ErrorReport: {
@@ -388,18 +367,15 @@ Result<Message> convert(const w::Header* header) {
       if (m->micro_batch_id()) about = *m->micro_batch_id();
       return Message(ErrorReport{static_cast<ErrorCode>(m->code()), read_str(m->message()), about});
     }
-    case w::Message_Goodbye:
-      return Message(Goodbye{read_str(header->message_as_Goodbye()->reason())});
-    case w::Message_ClockPing:
-      return Message(ClockPing{header->message_as_ClockPing()->sent_ns()});
+    case w::Message_Goodbye: return Message(Goodbye{read_str(header->message_as_Goodbye()->reason())});
+    case w::Message_ClockPing: return Message(ClockPing{header->message_as_ClockPing()->sent_ns()});
     case w::Message_ClockPong: {
       auto* m = header->message_as_ClockPong();
       return Message(ClockPong{m->ping_sent_ns(), m->ping_received_ns(), m->sent_ns()});
     }
   }
   return bad(fmt::format("header: unknown message type {} (newest known: {}; a newer peer?)",
-                         static_cast<int>(header->message_type()),
-                         static_cast<int>(w::Message_MAX)));
+                         static_cast<int>(header->message_type()), static_cast<int>(w::Message_MAX)));
 }
 
 }  // namespace
@@ -416,12 +392,11 @@ std::vector<uint8_t> encode_header(const Message& message, uint64_t body_bytes) 
 
 FrameHead encode_frame_head(const Message& message, uint64_t body_bytes) {
   if (body_bytes > std::numeric_limits<uint32_t>::max())
-    fail("net: {} body of {} bytes does not fit a frame (at most {} bytes)",
-         message_name(message), body_bytes, std::numeric_limits<uint32_t>::max());
+    fail("net: {} body of {} bytes does not fit a frame (at most {} bytes)", message_name(message), body_bytes,
+         std::numeric_limits<uint32_t>::max());
   FrameHead head;
   head.header = encode_header(message, body_bytes);
-  head.prefix = encode_prefix({static_cast<uint32_t>(head.header.size()), 0,
-                               static_cast<uint32_t>(body_bytes)});
+  head.prefix = encode_prefix({static_cast<uint32_t>(head.header.size()), 0, static_cast<uint32_t>(body_bytes)});
   return head;
 }
 
@@ -430,49 +405,43 @@ std::vector<uint8_t> encode_frame(const Message& message, std::span<const uint8_
   std::vector<uint8_t> out(kPrefixBytes + head.header.size() + body.size());
   std::memcpy(out.data(), head.prefix.data(), kPrefixBytes);
   std::memcpy(out.data() + kPrefixBytes, head.header.data(), head.header.size());
-  if (!body.empty())
-    std::memcpy(out.data() + kPrefixBytes + head.header.size(), body.data(), body.size());
+  if (!body.empty()) std::memcpy(out.data() + kPrefixBytes + head.header.size(), body.data(), body.size());
   return out;
 }
 
 Result<Message> decode_header(std::span<const uint8_t> header, uint64_t body_bytes) {
   if (header.size() < kMinHeaderBytes || header.size() >= FLATBUFFERS_MAX_BUFFER_SIZE)
-    return DecodeError{fmt::format("header: {} bytes, expected {}..{}", header.size(),
-                                   kMinHeaderBytes, FLATBUFFERS_MAX_BUFFER_SIZE - 1)};
+    return DecodeError{fmt::format("header: {} bytes, expected {}..{}", header.size(), kMinHeaderBytes,
+                                   FLATBUFFERS_MAX_BUFFER_SIZE - 1)};
   // FlatBuffers reads 64-bit fields in place and checks their alignment only relative to the
   // buffer's start: a header at an address that is not 8-aligned is decoded from a copy
   // (found by fuzz_wire; tests/fuzz/corpus/wire/misaligned-u64-vector).
   if (reinterpret_cast<uintptr_t>(header.data()) % 8 != 0)
     return decode_header(std::vector<uint8_t>(header.begin(), header.end()), body_bytes);
-  if (!w::HeaderBufferHasIdentifier(header.data()))
-    return DecodeError{"header: missing file identifier \"BTN1\""};
+  if (!w::HeaderBufferHasIdentifier(header.data())) return DecodeError{"header: missing file identifier \"BTN1\""};
   fb::Verifier::Options options;
   options.max_depth = 16;
   options.max_tables = 1u << 20;
   fb::Verifier verifier(header.data(), header.size(), options);
   if (!w::VerifyHeaderBuffer(verifier))
-    return DecodeError{fmt::format("header: {} bytes fail FlatBuffers verification",
-                                   header.size())};
+    return DecodeError{fmt::format("header: {} bytes fail FlatBuffers verification", header.size())};
   Result<Message> message = convert(w::GetHeader(header.data()));
   if (!message) return message;
-  if (auto problem = check_message(*message, body_bytes))
-    return DecodeError{fmt::format("{}", *problem)};
+  if (auto problem = check_message(*message, body_bytes)) return DecodeError{fmt::format("{}", *problem)};
   return message;
 }
 
 Result<DecodedFrame> decode_frame(std::span<const uint8_t> frame, const FrameLimits& limits) {
   if (frame.size() < kPrefixBytes)
-    return DecodeError{fmt::format("frame: {} bytes, shorter than the {}-byte prefix",
-                                   frame.size(), kPrefixBytes)};
+    return DecodeError{fmt::format("frame: {} bytes, shorter than the {}-byte prefix", frame.size(), kPrefixBytes)};
   auto prefix = parse_prefix(frame.first<kPrefixBytes>(), limits);
   if (!prefix) return prefix.error();
   if (prefix->flags & kFlagSealed)  // needs the connection's key and counter (net/wire_crypto.h)
     return DecodeError{"frame: sealed (encrypted) frame; only plaintext frames decode here"};
   uint64_t expected = uint64_t{kPrefixBytes} + prefix->header_bytes + prefix->body_bytes;
   if (frame.size() != expected)
-    return DecodeError{fmt::format("frame: {} bytes, prefix announces {} (16 + {} + {})",
-                                   frame.size(), expected, prefix->header_bytes,
-                                   prefix->body_bytes)};
+    return DecodeError{fmt::format("frame: {} bytes, prefix announces {} (16 + {} + {})", frame.size(), expected,
+                                   prefix->header_bytes, prefix->body_bytes)};
   auto header = frame.subspan(kPrefixBytes, prefix->header_bytes);
   auto message = decode_header(header, prefix->body_bytes);
   if (!message) return message.error();

@@ -25,28 +25,26 @@ std::array<uint8_t, kPrefixBytes> encode_prefix(const FramePrefix& prefix) {
   return out;
 }
 
-Result<FramePrefix> parse_prefix(std::span<const uint8_t, kPrefixBytes> bytes,
-                                 const FrameLimits& limits) {
+Result<FramePrefix> parse_prefix(std::span<const uint8_t, kPrefixBytes> bytes, const FrameLimits& limits) {
   uint32_t magic = get_u32(bytes.data());
   if (magic != kFrameMagic)
-    return DecodeError{fmt::format("frame prefix: magic {:#010x}, expected {:#010x} (\"BTN1\")",
-                                   magic, kFrameMagic)};
+    return DecodeError{fmt::format("frame prefix: magic {:#010x}, expected {:#010x} (\"BTN1\")", magic, kFrameMagic)};
   FramePrefix p;
   p.header_bytes = get_u32(bytes.data() + 4);
   p.flags = get_u32(bytes.data() + 8);
   p.body_bytes = get_u32(bytes.data() + 12);
   if (p.header_bytes < kMinHeaderBytes)
-    return DecodeError{fmt::format("frame prefix: header_bytes {} is below the minimum {}",
-                                   p.header_bytes, kMinHeaderBytes)};
+    return DecodeError{
+        fmt::format("frame prefix: header_bytes {} is below the minimum {}", p.header_bytes, kMinHeaderBytes)};
   if (p.header_bytes > limits.max_header_bytes)
-    return DecodeError{fmt::format("frame prefix: header_bytes {} exceeds the limit {}",
-                                   p.header_bytes, limits.max_header_bytes)};
+    return DecodeError{
+        fmt::format("frame prefix: header_bytes {} exceeds the limit {}", p.header_bytes, limits.max_header_bytes)};
   if ((p.flags & ~kKnownFlags) != 0)
-    return DecodeError{fmt::format("frame prefix: unknown flag bits {:#x} (known: {:#x})",
-                                   p.flags & ~kKnownFlags, kKnownFlags)};
+    return DecodeError{
+        fmt::format("frame prefix: unknown flag bits {:#x} (known: {:#x})", p.flags & ~kKnownFlags, kKnownFlags)};
   if (p.body_bytes > limits.max_body_bytes)
-    return DecodeError{fmt::format("frame prefix: body_bytes {} exceeds the limit {}",
-                                   p.body_bytes, limits.max_body_bytes)};
+    return DecodeError{
+        fmt::format("frame prefix: body_bytes {} exceeds the limit {}", p.body_bytes, limits.max_body_bytes)};
   return p;
 }
 

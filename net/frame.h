@@ -20,14 +20,14 @@
 namespace baton::net {
 
 inline constexpr size_t kPrefixBytes = 16;
-inline constexpr uint32_t kFrameMagic = 0x314E5442;  // bytes 'B' 'T' 'N' '1'
-inline constexpr uint32_t kMinHeaderBytes = 8;       // smallest possible FlatBuffer with an id
-inline constexpr uint32_t kFlagSealed = 1;           // since protocol version 3
+inline constexpr uint32_t kFrameMagic = 0x314E5442;   // bytes 'B' 'T' 'N' '1'
+inline constexpr uint32_t kMinHeaderBytes = 8;        // smallest possible FlatBuffer with an id
+inline constexpr uint32_t kFlagSealed = 1;            // since protocol version 3
 inline constexpr uint32_t kKnownFlags = kFlagSealed;  // bits a reader accepts
 
 struct FrameLimits {
-  uint32_t max_header_bytes = 1u << 20;    // 1 MiB
-  uint32_t max_body_bytes = 256u << 20;    // 256 MiB
+  uint32_t max_header_bytes = 1u << 20;  // 1 MiB
+  uint32_t max_body_bytes = 256u << 20;  // 256 MiB
 };
 
 struct FramePrefix {
@@ -41,7 +41,6 @@ std::array<uint8_t, kPrefixBytes> encode_prefix(const FramePrefix& prefix);
 
 // Checks magic, flags and both lengths against `limits`; the error names the field and
 // the expected vs actual value.
-Result<FramePrefix> parse_prefix(std::span<const uint8_t, kPrefixBytes> bytes,
-                                 const FrameLimits& limits);
+Result<FramePrefix> parse_prefix(std::span<const uint8_t, kPrefixBytes> bytes, const FrameLimits& limits);
 
 }  // namespace baton::net

@@ -51,12 +51,12 @@ using Nonce = std::array<uint8_t, kNonceBytes>;
 using Mac = std::array<uint8_t, kMacBytes>;
 
 // Bounds every decoded message must respect (checked by check_message).
-inline constexpr size_t kMaxNameBytes = 256;      // node ids, hosts, ISA names, keys, stat names
-inline constexpr size_t kMaxTextBytes = 16384;    // reasons, messages, paths, identities, values
+inline constexpr size_t kMaxNameBytes = 256;    // node ids, hosts, ISA names, keys, stat names
+inline constexpr size_t kMaxTextBytes = 16384;  // reasons, messages, paths, identities, values
 inline constexpr size_t kMaxTensorRank = 4;
-inline constexpr size_t kMaxTokens = 1u << 20;    // per Forward/Hidden
-inline constexpr size_t kMaxListItems = 65536;    // seq ids, options, stats entries, layer ranges
-inline constexpr size_t kMaxStageTimings = 4096;  // timing records per Forward/Hidden
+inline constexpr size_t kMaxTokens = 1u << 20;       // per Forward/Hidden
+inline constexpr size_t kMaxListItems = 65536;       // seq ids, options, stats entries, layer ranges
+inline constexpr size_t kMaxStageTimings = 4096;     // timing records per Forward/Hidden
 inline constexpr uint64_t kMaxContext = 0x7fffffff;  // Prepare.n_ctx: positions are int32 inside
 inline constexpr uint32_t kMaxSequences = 65536;     // Prepare.max_sequences
 
@@ -133,13 +133,13 @@ struct Prepare {
   uint64_t load_id = 0;
   std::string model_identity;
   std::string model_path_hint;
-  uint32_t layer_first = 0;  // inclusive
-  uint32_t layer_last = 0;   // inclusive
+  uint32_t layer_first = 0;         // inclusive
+  uint32_t layer_last = 0;          // inclusive
   std::optional<NextHop> next_hop;  // nullopt: results go back to the coordinator
   DType activation_dtype = DType::kF32;
   std::vector<KeyValue> options;
-  uint64_t n_ctx = 0;           // positions per sequence, <= kMaxContext; 0: the model's (at most 4096)
-  uint32_t max_sequences = 1;   // KV cache slots, 1..kMaxSequences
+  uint64_t n_ctx = 0;          // positions per sequence, <= kMaxContext; 0: the model's (at most 4096)
+  uint32_t max_sequences = 1;  // KV cache slots, 1..kMaxSequences
   bool operator==(const Prepare&) const = default;
 };
 
@@ -186,7 +186,7 @@ struct Hidden {
   uint64_t micro_batch_id = 0;
   std::vector<TokenInfo> tokens;
   TensorRef hidden;
-  int64_t sent_ns = 0;                  // as in Forward
+  int64_t sent_ns = 0;                 // as in Forward
   std::vector<StageTiming> timings{};  // every stage of the chain
   bool operator==(const Hidden&) const = default;
 };
@@ -211,7 +211,7 @@ struct NodeStatus {
   uint64_t memory_free = 0;
   uint32_t threads = 0;
   std::string isa;
-  float load = 0;   // finite, >= 0
+  float load = 0;  // finite, >= 0
   std::vector<LayerRange> layers;
   std::string model_identity;
   float speed = 0;  // finite, >= 0; measured compute speed, unit owned by the engine
@@ -267,9 +267,9 @@ struct ClockPong {
 };
 
 // Alternatives in the order of the schema's Message union (index + 1 = union type id).
-using Message = std::variant<Hello, AuthChallenge, AuthResponse, Prepare, Ready, Failed, Commit,
-                             Rollback, Forward, Hidden, ResetSequence, Register, Heartbeat,
-                             StatsRequest, Stats, ErrorReport, Goodbye, ClockPing, ClockPong>;
+using Message =
+    std::variant<Hello, AuthChallenge, AuthResponse, Prepare, Ready, Failed, Commit, Rollback, Forward, Hidden,
+                 ResetSequence, Register, Heartbeat, StatsRequest, Stats, ErrorReport, Goodbye, ClockPing, ClockPong>;
 
 // "Hello", "Forward", ... for logs and errors.
 std::string_view message_name(const Message& message);

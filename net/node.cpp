@@ -92,7 +92,7 @@ asio::awaitable<std::tuple<std::error_code, tcp::socket>> accept_cloexec(tcp::ac
 
 // async_connect over `endpoints` in order, each attempt on a fresh close-on-exec socket.
 asio::awaitable<std::tuple<std::error_code, tcp::endpoint>> connect_cloexec(tcp::socket& socket,
-                                                                           tcp::resolver::results_type endpoints) {
+                                                                            tcp::resolver::results_type endpoints) {
   std::error_code last = asio::error::host_not_found;
   for (const auto& entry : endpoints) {
     std::error_code ignored;
@@ -112,8 +112,7 @@ asio::awaitable<std::tuple<std::error_code, tcp::endpoint>> connect_cloexec(tcp:
 }
 
 bool retryable(CloseKind kind) {
-  return kind == CloseKind::kPeerClosed || kind == CloseKind::kIoError ||
-         kind == CloseKind::kTimeout;
+  return kind == CloseKind::kPeerClosed || kind == CloseKind::kIoError || kind == CloseKind::kTimeout;
 }
 
 }  // namespace
@@ -142,8 +141,7 @@ struct Node::Impl final : detail::SessionHost {
 
   Impl(NodeOptions opts, MessageHandler on_message, ConnectionHandler on_conn)
       : options(std::move(opts)),
-        config{Hello{kProtocolVersion, options.features, options.node_id, options.role,
-                     options.auth->mode()},
+        config{Hello{kProtocolVersion, options.features, options.node_id, options.role, options.auth->mode()},
                *options.auth,
                options.limits,
                options.handshake_timeout,
@@ -161,8 +159,7 @@ struct Node::Impl final : detail::SessionHost {
   }
 
   std::shared_ptr<Session> make_session(tcp::socket socket) {
-    auto s = std::make_shared<Session>(std::move(socket), config, *this,
-                                       g_next_session_id.fetch_add(1));
+    auto s = std::make_shared<Session>(std::move(socket), config, *this, g_next_session_id.fetch_add(1));
     std::lock_guard lock(sessions_mutex);
     sessions.emplace(s->id(), s);
     return s;
@@ -182,8 +179,7 @@ struct Node::Impl final : detail::SessionHost {
   }
 
   void connection_ready(const std::shared_ptr<Session>& s) {
-    spdlog::debug("net: connection {} with {} ({}) authenticated", s->id(),
-                  s->peer().hello.node_id, s->peer().address);
+    spdlog::debug("net: connection {} with {} ({}) authenticated", s->id(), s->peer().hello.node_id, s->peer().address);
     if (!on_connection) return;
     try {
       on_connection(s);
@@ -197,8 +193,8 @@ struct Node::Impl final : detail::SessionHost {
 
   asio::awaitable<uint16_t> open_listener(std::string host, uint16_t port) {
     tcp::resolver resolver(io);
-    auto endpoints = co_await resolver.async_resolve(host, std::to_string(port),
-                                                     tcp::resolver::passive, asio::use_awaitable);
+    auto endpoints =
+        co_await resolver.async_resolve(host, std::to_string(port), tcp::resolver::passive, asio::use_awaitable);
     if (endpoints.empty()) throw std::runtime_error("no address to listen on");
     tcp::endpoint endpoint = endpoints.begin()->endpoint();
     auto acceptor = std::make_unique<tcp::acceptor>(io);
@@ -208,8 +204,7 @@ struct Node::Impl final : detail::SessionHost {
     acceptor->bind(endpoint);
     acceptor->listen();
     uint16_t bound = acceptor->local_endpoint().port();
-    asio::co_spawn(io, accept_loop(acceptor.get()),
-                   [](std::exception_ptr e) { log_escaped(e, "accept loop"); });
+    asio::co_spawn(io, accept_loop(acceptor.get()), [](std::exception_ptr e) { log_escaped(e, "accept loop"); });
     acceptors.push_back(std::move(acceptor));
     spdlog::debug("net: node '{}' listening on {}:{}", options.node_id, host, bound);
     co_return bound;
@@ -233,8 +228,10 @@ struct Node::Impl final : detail::SessionHost {
       const auto remote = socket.remote_endpoint(ec_address);
       if (authenticated >= options.max_connections || ec_address) {
         if (!ec_address)
-          spdlog::warn("net: refusing a connection: {} authenticated connections already open "
-                       "(limit {})", authenticated, options.max_connections);
+          spdlog::warn(
+              "net: refusing a connection: {} authenticated connections already open "
+              "(limit {})",
+              authenticated, options.max_connections);
         std::error_code ignored;
         socket.close(ignored);
         continue;
@@ -280,9 +277,7 @@ struct Node::Impl final : detail::SessionHost {
     std::string error;
   };
 
-  asio::awaitable<ConnectResult> connect_loop(std::string host,
-                                                                     uint16_t port,
-                                                                     ConnectOptions opts) {
+  asio::awaitable<ConnectResult> connect_loop(std::string host, uint16_t port, ConnectOptions opts) {
     auto deadline = Clock::now() + opts.deadline;
     auto backoff = std::chrono::duration_cast<Clock::duration>(opts.initial_backoff);
     int attempts = 0;
@@ -297,8 +292,7 @@ struct Node::Impl final : detail::SessionHost {
       } else {
         tcp::socket socket(io);
         Registration<tcp::socket> reg(connecting, &socket);
-        auto remaining = std::max<Clock::duration>(deadline - Clock::now(),
-                                                   std::chrono::milliseconds(1));
+        auto remaining = std::max<Clock::duration>(deadline - Clock::now(), std::chrono::milliseconds(1));
         auto raced = co_await (connect_cloexec(socket, endpoints) || detail::sleep_for(remaining));
         if (stopping) co_return ConnectResult{nullptr, "the node is stopping"};
         if (raced.index() == 1) {
@@ -310,12 +304,11 @@ struct Node::Impl final : detail::SessionHost {
           auto timeout = std::min<Clock::duration>(
               options.handshake_timeout,
               std::max<Clock::duration>(deadline - Clock::now(), std::chrono::milliseconds(100)));
-          auto error = co_await s->handshake(
-              AuthSide::kClient, std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+          auto error =
+              co_await s->handshake(AuthSide::kClient, std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
           if (!error) {
             connection_ready(s);
-            asio::co_spawn(io, s->serve(),
-                           [](std::exception_ptr e) { log_escaped(e, "connection"); });
+            asio::co_spawn(io, s->serve(), [](std::exception_ptr e) { log_escaped(e, "connection"); });
             co_return ConnectResult{s, {}};
           }
           s->finish();
@@ -325,9 +318,8 @@ struct Node::Impl final : detail::SessionHost {
       }
       auto now = Clock::now();
       if (now >= deadline)
-        co_return ConnectResult{
-            nullptr, fmt::format("gave up after {} attempts in {} ms; last error: {}", attempts,
-                                 opts.deadline.count(), last)};
+        co_return ConnectResult{nullptr, fmt::format("gave up after {} attempts in {} ms; last error: {}", attempts,
+                                                     opts.deadline.count(), last)};
       asio::steady_timer timer(io);
       Registration<asio::steady_timer> reg(timers, &timer);
       timer.expires_after(std::min(backoff, deadline - now));
@@ -349,11 +341,11 @@ struct Node::Impl final : detail::SessionHost {
 
 Node::Node(NodeOptions options, MessageHandler on_message, ConnectionHandler on_connection) {
   if (!options.auth)
-    fail("net: NodeOptions.auth is not set: give a cluster secret or choose insecure mode "
-         "explicitly");
+    fail(
+        "net: NodeOptions.auth is not set: give a cluster secret or choose insecure mode "
+        "explicitly");
   if (!on_message) fail("net: Node needs a message handler");
-  impl_ = std::make_unique<Impl>(std::move(options), std::move(on_message),
-                                 std::move(on_connection));
+  impl_ = std::make_unique<Impl>(std::move(options), std::move(on_message), std::move(on_connection));
   impl_->work.emplace(impl_->io.get_executor());
   impl_->thread = std::thread([impl = impl_.get()] {
     try {
@@ -378,12 +370,10 @@ uint16_t Node::listen(const std::string& host, uint16_t port) {
   }
 }
 
-ConnectionPtr Node::connect(const std::string& host, uint16_t port,
-                            const ConnectOptions& options) {
+ConnectionPtr Node::connect(const std::string& host, uint16_t port, const ConnectOptions& options) {
   impl_->require_not_io_thread("connect");
   if (impl_->stopping) fail("net: cannot connect to {}:{}: the node is stopped", host, port);
-  auto future =
-      asio::co_spawn(impl_->io, impl_->connect_loop(host, port, options), asio::use_future);
+  auto future = asio::co_spawn(impl_->io, impl_->connect_loop(host, port, options), asio::use_future);
   Impl::ConnectResult result;
   try {
     result = future.get();

@@ -29,12 +29,9 @@ WireKey hkdf_sha256(std::string_view secret, std::string_view salt, std::string_
   char digest[] = "SHA256";
   OSSL_PARAM params[] = {
       OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest, 0),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, const_cast<char*>(secret.data()),
-                                        secret.size()),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, const_cast<char*>(salt.data()),
-                                        salt.size()),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, const_cast<char*>(info.data()),
-                                        info.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, const_cast<char*>(secret.data()), secret.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, const_cast<char*>(salt.data()), salt.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, const_cast<char*>(info.data()), info.size()),
       OSSL_PARAM_construct_end()};
   WireKey key{};
   const int ok = EVP_KDF_derive(ctx, key.data(), key.size(), params);
@@ -53,9 +50,8 @@ void append_hello(std::string& out, const Hello& h) {
 
 }  // namespace
 
-SessionKeys derive_session_keys(std::string_view secret, const Nonce& server_nonce,
-                                const Nonce& client_nonce, const Hello& client_hello,
-                                const Hello& server_hello) {
+SessionKeys derive_session_keys(std::string_view secret, const Nonce& server_nonce, const Nonce& client_nonce,
+                                const Hello& client_hello, const Hello& server_hello) {
   std::string salt(reinterpret_cast<const char*>(server_nonce.data()), server_nonce.size());
   salt.append(reinterpret_cast<const char*>(client_nonce.data()), client_nonce.size());
   auto info = [&](std::string_view direction) {
@@ -65,8 +61,7 @@ SessionKeys derive_session_keys(std::string_view secret, const Nonce& server_non
     append_hello(out, server_hello);
     return out;
   };
-  return {hkdf_sha256(secret, salt, info("client->server")),
-          hkdf_sha256(secret, salt, info("server->client"))};
+  return {hkdf_sha256(secret, salt, info("client->server")), hkdf_sha256(secret, salt, info("server->client"))};
 }
 
 FrameCipher::FrameCipher(const WireKey& key) : ctx_(EVP_CIPHER_CTX_new()), key_(key) {
@@ -77,13 +72,11 @@ FrameCipher& FrameCipher::operator=(FrameCipher&&) noexcept = default;
 FrameCipher::~FrameCipher() { OPENSSL_cleanse(key_.data(), key_.size()); }
 
 void FrameCipher::begin(bool encrypt, std::span<const uint8_t, kPrefixBytes> prefix) {
-  if (counter_ == std::numeric_limits<uint64_t>::max())
-    fail("net: the frame counter of this connection is exhausted");
+  if (counter_ == std::numeric_limits<uint64_t>::max()) fail("net: the frame counter of this connection is exhausted");
   std::array<uint8_t, 12> iv{};
   for (int i = 0; i < 8; ++i) iv[4 + i] = static_cast<uint8_t>(counter_ >> (8 * i));
   int len = 0;
-  if (EVP_CipherInit_ex(ctx_.get(), EVP_aes_256_gcm(), nullptr, key_.data(), iv.data(),
-                        encrypt ? 1 : 0) != 1 ||
+  if (EVP_CipherInit_ex(ctx_.get(), EVP_aes_256_gcm(), nullptr, key_.data(), iv.data(), encrypt ? 1 : 0) != 1 ||
       EVP_CipherUpdate(ctx_.get(), nullptr, &len, prefix.data(), static_cast<int>(prefix.size())) != 1)
     fail("net: OpenSSL AES-256-GCM setup failed");
 }
@@ -96,8 +89,7 @@ bool update(EVP_CIPHER_CTX* ctx, const uint8_t* in, uint8_t* out, size_t n) {
   while (n > 0) {
     const size_t step = std::min(n, kStep);
     int len = 0;
-    if (EVP_CipherUpdate(ctx, out, &len, in, static_cast<int>(step)) != 1 ||
-        static_cast<size_t>(len) != step)
+    if (EVP_CipherUpdate(ctx, out, &len, in, static_cast<int>(step)) != 1 || static_cast<size_t>(len) != step)
       return false;
     in += step;
     out += step;
@@ -108,12 +100,10 @@ bool update(EVP_CIPHER_CTX* ctx, const uint8_t* in, uint8_t* out, size_t n) {
 
 }  // namespace
 
-void FrameCipher::seal(std::span<const uint8_t, kPrefixBytes> prefix,
-                       std::span<const uint8_t> header, std::span<const uint8_t> body,
-                       std::span<uint8_t> out) {
+void FrameCipher::seal(std::span<const uint8_t, kPrefixBytes> prefix, std::span<const uint8_t> header,
+                       std::span<const uint8_t> body, std::span<uint8_t> out) {
   if (out.size() != header.size() + body.size() + kWireTagBytes)
-    fail("net: sealed frame buffer of {} bytes, expected {}", out.size(),
-         header.size() + body.size() + kWireTagBytes);
+    fail("net: sealed frame buffer of {} bytes, expected {}", out.size(), header.size() + body.size() + kWireTagBytes);
   begin(true, prefix);
   int len = 0;
   uint8_t* tag = out.data() + header.size() + body.size();
@@ -132,8 +122,7 @@ bool FrameCipher::open(std::span<const uint8_t, kPrefixBytes> prefix, std::span<
   uint8_t final_block[16];
   if (!update(ctx_.get(), header.data(), header.data(), header.size()) ||
       !update(ctx_.get(), body.data(), body.data(), body.size()) ||
-      EVP_CIPHER_CTX_ctrl(ctx_.get(), EVP_CTRL_GCM_SET_TAG, kWireTagBytes,
-                          const_cast<uint8_t*>(tag.data())) != 1 ||
+      EVP_CIPHER_CTX_ctrl(ctx_.get(), EVP_CTRL_GCM_SET_TAG, kWireTagBytes, const_cast<uint8_t*>(tag.data())) != 1 ||
       EVP_DecryptFinal_ex(ctx_.get(), final_block, &len) != 1)
     return false;
   ++counter_;

@@ -37,9 +37,8 @@ struct SessionKeys {
 };
 
 // Throws baton::Error only if OpenSSL fails.
-SessionKeys derive_session_keys(std::string_view secret, const Nonce& server_nonce,
-                                const Nonce& client_nonce, const Hello& client_hello,
-                                const Hello& server_hello);
+SessionKeys derive_session_keys(std::string_view secret, const Nonce& server_nonce, const Nonce& client_nonce,
+                                const Hello& client_hello, const Hello& server_hello);
 
 // One direction of one connection: the sender's or the receiver's half. Not thread-safe; the
 // session's single writer (or reader) owns it.
@@ -62,8 +61,8 @@ class FrameCipher {
   // Receiver: decrypts `header` and `body` in place and checks `tag` against `prefix` and the
   // next counter value; false (contents unspecified) if the frame is not the authentic next
   // one. Advances the counter only on success.
-  bool open(std::span<const uint8_t, kPrefixBytes> prefix, std::span<uint8_t> header,
-            std::span<uint8_t> body, std::span<const uint8_t, kWireTagBytes> tag);
+  bool open(std::span<const uint8_t, kPrefixBytes> prefix, std::span<uint8_t> header, std::span<uint8_t> body,
+            std::span<const uint8_t, kWireTagBytes> tag);
 
  private:
   struct CtxFree {

@@ -22,8 +22,9 @@ struct SpecOptions {
                    "speculative decoding: ngram (drafts from earlier text), draft (from --model-draft) or off; "
                    "the same output, fewer passes")
         ->capture_default_str();
-    app.add_option("--model-draft", model_draft,
-                   "a smaller GGUF of the same vocabulary that proposes drafts, run by this process (implies --spec draft)");
+    app.add_option(
+        "--model-draft", model_draft,
+        "a smaller GGUF of the same vocabulary that proposes drafts, run by this process (implies --spec draft)");
     app.add_option("--draft-max,--draft,--draft-n", params.draft_max,
                    "draft tokens per pass at most (0: no speculation)")
         ->capture_default_str()

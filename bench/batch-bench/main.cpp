@@ -142,8 +142,12 @@ int main(int argc, char** argv) {
       w.n_gen = 4;
       run(model, w, 1);
     }
-    fmt::print("| clients | aggregate tok/s | per-client tok/s | ratio vs 1 | TTFT p50 s | TTFT p95 s | passes | wall s | busy CPUs | tok per CPU-s |\n");
-    fmt::print("|--------:|----------------:|-----------------:|-----------:|-----------:|-----------:|-------:|-------:|----------:|--------------:|\n");
+    fmt::print(
+        "| clients | aggregate tok/s | per-client tok/s | ratio vs 1 | TTFT p50 s | TTFT p95 s | passes | wall s | "
+        "busy CPUs | tok per CPU-s |\n");
+    fmt::print(
+        "|--------:|----------------:|-----------------:|-----------:|-----------:|-----------:|-------:|-------:|-----"
+        "-----:|--------------:|\n");
     double base = 0;
     for (int c : o.clients) {
       Row best;
@@ -153,9 +157,10 @@ int main(int argc, char** argv) {
       }
       if (c == 1 || base == 0) base = c == 1 ? best.aggregate : base;
       const std::string ratio = base > 0 ? fmt::format("{:.2f}x", best.aggregate / base) : "-";
-      fmt::print("| {:7} | {:15.2f} | {:16.2f} | {:>10} | {:10.3f} | {:10.3f} | {:6} | {:6.2f} | {:9.2f} | {:13.1f} |\n", c,
-                 best.aggregate, best.per_client, ratio, best.ttft_p50, best.ttft_p95, best.passes, best.wall,
-                 best.cpu / best.wall, best.aggregate * best.wall / best.cpu);
+      fmt::print(
+          "| {:7} | {:15.2f} | {:16.2f} | {:>10} | {:10.3f} | {:10.3f} | {:6} | {:6.2f} | {:9.2f} | {:13.1f} |\n", c,
+          best.aggregate, best.per_client, ratio, best.ttft_p50, best.ttft_p95, best.passes, best.wall,
+          best.cpu / best.wall, best.aggregate * best.wall / best.cpu);
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "batch-bench: {}\n", e.what());

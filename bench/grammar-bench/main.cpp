@@ -64,7 +64,9 @@ int main(int argc, char** argv) {
       {"free string (\"...\" of any characters)", R"(root ::= "\"" ([^"\\] | "\\" ["\\nt])* "\"")"},
       {"enum of 3 words", R"(root ::= "alpha" | "beta" | "gamma")"},
   };
-  fmt::print("| grammar | compile ms | steps | mask p50 us | mask p90 us | mask max us | accept p50 us | allowed tokens p50 |\n");
+  fmt::print(
+      "| grammar | compile ms | steps | mask p50 us | mask p90 us | mask max us | accept p50 us | allowed tokens p50 "
+      "|\n");
   fmt::print("|---|---|---|---|---|---|---|---|\n");
   std::vector<float> logits(static_cast<size_t>(tok->n_vocab()));
   for (const Case& c : cases) {
@@ -92,9 +94,9 @@ int main(int argc, char** argv) {
         if (constraint.complete() || static_cast<int>(mask_us.size()) >= steps) break;
       }
     }
-    fmt::print("| {} | {:.2f} | {} | {:.0f} | {:.0f} | {:.0f} | {:.1f} | {:.0f} |\n", c.name, compile_ms, mask_us.size(),
-               percentile(mask_us, 0.5), percentile(mask_us, 0.9), percentile(mask_us, 1.0), percentile(accept_us, 0.5),
-               percentile(allowed_n, 0.5));
+    fmt::print("| {} | {:.2f} | {} | {:.0f} | {:.0f} | {:.0f} | {:.1f} | {:.0f} |\n", c.name, compile_ms,
+               mask_us.size(), percentile(mask_us, 0.5), percentile(mask_us, 0.9), percentile(mask_us, 1.0),
+               percentile(accept_us, 0.5), percentile(allowed_n, 0.5));
   }
   return 0;
 }

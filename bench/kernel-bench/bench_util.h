@@ -20,21 +20,21 @@
 namespace baton::bench {
 
 struct BenchOptions {
-  std::vector<GgmlType> types;        // empty: every type with kernels
-  std::vector<kernels::Isa> isas;     // ISAs to run (all this CPU supports by default)
-  std::vector<int> threads;           // thread counts
-  std::set<std::string> sections;     // membw, pool, ops, matvec, batch, attention, onednn
-  int reps = 15;                      // repetitions per case (median reported)
-  double budget_s = 3.0;              // stop repeating a case after this long (>= 3 samples)
-  int batch = 128;                    // n_tok of the batched cases
-  std::vector<int64_t> token_tiles;   // MatmulTuning::token_tile values for the batched cases (empty: default)
+  std::vector<GgmlType> types;       // empty: every type with kernels
+  std::vector<kernels::Isa> isas;    // ISAs to run (all this CPU supports by default)
+  std::vector<int> threads;          // thread counts
+  std::set<std::string> sections;    // membw, pool, ops, matvec, batch, attention, onednn
+  int reps = 15;                     // repetitions per case (median reported)
+  double budget_s = 3.0;             // stop repeating a case after this long (>= 3 samples)
+  int batch = 128;                   // n_tok of the batched cases
+  std::vector<int64_t> token_tiles;  // MatmulTuning::token_tile values for the batched cases (empty: default)
   bool wants(const std::string& s) const { return sections.count(s) > 0; }
 };
 
 // This machine's measured speed limits, filled by the membw section.
 struct Peaks {
-  std::map<int, double> read_gbs;                       // by thread count: read-sum bandwidth
-  std::map<std::pair<int, int>, double> fma_gflops;     // by (isa, threads): f32 FMA throughput
+  std::map<int, double> read_gbs;                    // by thread count: read-sum bandwidth
+  std::map<std::pair<int, int>, double> fma_gflops;  // by (isa, threads): f32 FMA throughput
   // by (isa, threads): int8 u8 x s8 multiply-adds (2 ops each) through the instructions the
   // quantized kernels use: vpdpbusd (AVX-512 VNNI), else vpmaddubsw + vpmaddwd + vpaddd
   std::map<std::pair<int, int>, double> dot_gops;
@@ -45,9 +45,9 @@ struct Row {
   std::string op, type, shape, isa;
   int threads = 1;
   double seconds = NAN;
-  double gbs = NAN;      // bytes streamed / time
+  double gbs = NAN;  // bytes streamed / time
   double gflops = NAN;
-  double pct = NAN;      // of the relevant measured peak
+  double pct = NAN;  // of the relevant measured peak
   std::string note;
 };
 

@@ -58,7 +58,8 @@ BenchOptions parse(int argc, char** argv) {
   app.add_option("--batch", opt.batch, "n_tok of the batched matmul cases");
   app.add_option("--sections", sections, "which sections to run");
   std::string tiles;
-  app.add_option("--token-tiles", tiles, "comma-separated matmul token tiles for the batch section (default: the driver's)");
+  app.add_option("--token-tiles", tiles,
+                 "comma-separated matmul token tiles for the batch section (default: the driver's)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

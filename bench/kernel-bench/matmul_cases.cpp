@@ -1,6 +1,7 @@
 // Matmul cases through the real driver: matvec (n_tok = 1, weights streamed from DRAM: the
 // copies rotated over total more than 4× the LLC) reported in GB/s and as a percentage of a
-// plain read-sum of the same copies measured alongside (the matvec's speed of light), and batched matmul (n_tok = --batch) in GFLOP/s against the measured FMA peak.
+// plain read-sum of the same copies measured alongside (the matvec's speed of light), and batched matmul (n_tok =
+// --batch) in GFLOP/s against the measured FMA peak.
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
@@ -45,12 +46,13 @@ std::vector<GgmlType> bench_types(const BenchOptions& opt, Isa isa) {
 // kernel allows), so the matvec and its read-sum see the TLB behaviour of a real decode.
 class WeightMemory {
  public:
-  explicit WeightMemory(size_t bytes)
-      : arena_(std::make_unique<WeightArena>(bytes)), data_(arena_->allocate(bytes)) {}
+  explicit WeightMemory(size_t bytes) : arena_(std::make_unique<WeightArena>(bytes)), data_(arena_->allocate(bytes)) {}
   void* data() { return data_; }
   const void* data() const { return data_; }
   template <class T>
-  T* as() { return reinterpret_cast<T*>(data_); }
+  T* as() {
+    return reinterpret_cast<T*>(data_);
+  }
 
  private:
   std::unique_ptr<WeightArena> arena_;
@@ -122,45 +124,46 @@ void run_matvec(const BenchOptions& opt, const Peaks& peaks) {
         const bool can_repack = wops->repack_rows > 0 && s.n_rows % wops->repack_rows == 0;
         if (can_repack && packed.copies.empty()) packed = repacked_copies(plain, *wops, s);
         for (int layout = 0; layout < (can_repack ? 2 : 1); ++layout)
-        for (int nth : opt.threads) {
-          const WeightCopies& w = layout == 0 ? plain : packed;
-          const int64_t repacked_rows = layout == 0 ? 0 : s.n_rows;
-          kernels::ThreadPool pool(nth);
-          kernels::MatmulDriver driver(pool);
-          auto run_once = [&](int rep) {
-            const kernels::MatmulTarget t{
-                kernels::WeightView{type, w.copies[static_cast<size_t>(rep) % w.copies.size()].data(), s.n_rows, s.k,
-                                    w.row_bytes, "bench", repacked_rows},
-                out.data(), static_cast<size_t>(s.n_rows), &mk};
-            driver.matmul(std::span<const kernels::MatmulTarget>(&t, 1), act.data(), static_cast<size_t>(s.k), 1);
-          };
-          run_once(0);  // warm-up (scratch, page tables)
-          // The speed of light: reading the same copies with a plain sum, interleaved with the
-          // matvecs so that both see the same machine load.
-          // The read-sum takes the copy half the ring away from the matvec's: reading copy rep + 1
-          // right before the matvec of rep + 1 left it in the LLC, which inflated the matvec's
-          // figure above 100 % for weights smaller than the LLC.
-          volatile uint64_t sink = 0;
-          auto read_once = [&](int rep) {
-            const size_t n = w.copies.size();
-            sink = sink + read_sum_bytes(w.copies[(static_cast<size_t>(rep) + n / 2) % n].data(), w.bytes, pool);
-          };
-          const InterleavedMedians m = interleaved_medians(std::max(opt.reps, copies), opt.budget_s, run_once, read_once);
-          const double sec = m.wall_a, sec_read = m.wall_b;
-          const double gbs = static_cast<double>(w.bytes) / sec / 1e9;
-          // CPU time per thread: what the matvec costs when the machine is shared (the wall
-          // time then includes time slices given to other processes).
-          const double cpu = m.cpu_a / nth, cpu_read = m.cpu_b / nth;
-          print_row(Row{layout == 0 ? "matvec" : "matvec repacked", std::string(info.name),
-                        fmt::format("{}x{}", s.n_rows, s.k),
-                        std::string(kernels::isa_name(isa)), nth, sec, gbs,
-                        2.0 * static_cast<double>(s.n_rows * s.k) / sec / 1e9, 100.0 * sec_read / sec,
-                        fmt::format("{} copies; read-sum {:.2f} GB/s; by CPU time: {:.1f} us, {:.2f} GB/s, {:.0f}% of "
-                                    "read-sum {:.2f} GB/s",
-                                    copies, static_cast<double>(w.bytes) / sec_read / 1e9, cpu * 1e6,
-                                    static_cast<double>(w.bytes) / cpu / 1e9, 100.0 * cpu_read / cpu,
-                                    static_cast<double>(w.bytes) / cpu_read / 1e9)});
-        }
+          for (int nth : opt.threads) {
+            const WeightCopies& w = layout == 0 ? plain : packed;
+            const int64_t repacked_rows = layout == 0 ? 0 : s.n_rows;
+            kernels::ThreadPool pool(nth);
+            kernels::MatmulDriver driver(pool);
+            auto run_once = [&](int rep) {
+              const kernels::MatmulTarget t{
+                  kernels::WeightView{type, w.copies[static_cast<size_t>(rep) % w.copies.size()].data(), s.n_rows, s.k,
+                                      w.row_bytes, "bench", repacked_rows},
+                  out.data(), static_cast<size_t>(s.n_rows), &mk};
+              driver.matmul(std::span<const kernels::MatmulTarget>(&t, 1), act.data(), static_cast<size_t>(s.k), 1);
+            };
+            run_once(0);  // warm-up (scratch, page tables)
+            // The speed of light: reading the same copies with a plain sum, interleaved with the
+            // matvecs so that both see the same machine load.
+            // The read-sum takes the copy half the ring away from the matvec's: reading copy rep + 1
+            // right before the matvec of rep + 1 left it in the LLC, which inflated the matvec's
+            // figure above 100 % for weights smaller than the LLC.
+            volatile uint64_t sink = 0;
+            auto read_once = [&](int rep) {
+              const size_t n = w.copies.size();
+              sink = sink + read_sum_bytes(w.copies[(static_cast<size_t>(rep) + n / 2) % n].data(), w.bytes, pool);
+            };
+            const InterleavedMedians m =
+                interleaved_medians(std::max(opt.reps, copies), opt.budget_s, run_once, read_once);
+            const double sec = m.wall_a, sec_read = m.wall_b;
+            const double gbs = static_cast<double>(w.bytes) / sec / 1e9;
+            // CPU time per thread: what the matvec costs when the machine is shared (the wall
+            // time then includes time slices given to other processes).
+            const double cpu = m.cpu_a / nth, cpu_read = m.cpu_b / nth;
+            print_row(
+                Row{layout == 0 ? "matvec" : "matvec repacked", std::string(info.name),
+                    fmt::format("{}x{}", s.n_rows, s.k), std::string(kernels::isa_name(isa)), nth, sec, gbs,
+                    2.0 * static_cast<double>(s.n_rows * s.k) / sec / 1e9, 100.0 * sec_read / sec,
+                    fmt::format("{} copies; read-sum {:.2f} GB/s; by CPU time: {:.1f} us, {:.2f} GB/s, {:.0f}% of "
+                                "read-sum {:.2f} GB/s",
+                                copies, static_cast<double>(w.bytes) / sec_read / 1e9, cpu * 1e6,
+                                static_cast<double>(w.bytes) / cpu / 1e9, 100.0 * cpu_read / cpu,
+                                static_cast<double>(w.bytes) / cpu_read / 1e9)});
+          }
       }
     }
   }
@@ -189,29 +192,30 @@ void run_batch(const BenchOptions& opt, const Peaks& peaks) {
       std::vector<int64_t> tiles = opt.token_tiles;
       if (tiles.empty()) tiles.push_back(kernels::MatmulTuning{}.token_tile);
       for (int layout = 0; layout < (can_repack ? 2 : 1); ++layout)
-      for (int nth : opt.threads) for (int64_t tile : tiles) {
-        const WeightCopies& w = layout == 0 ? plain : packed;
-        kernels::ThreadPool pool(nth);
-        kernels::MatmulDriver driver(pool, kernels::MatmulTuning{tile, kernels::MatmulTuning{}.chunks_per_thread});
-        const kernels::MatmulTarget t{kernels::WeightView{type, w.copies[0].data(), s.n_rows, s.k, w.row_bytes, "bench",
-                                                          layout == 0 ? 0 : s.n_rows},
-                                      out.data(), static_cast<size_t>(s.n_rows), &mk};
-        auto run_once = [&](int) {
-          driver.matmul(std::span<const kernels::MatmulTarget>(&t, 1), act.data(), static_cast<size_t>(s.k), n_tok);
-        };
-        run_once(0);
-        const double sec = median_seconds(opt.reps, opt.budget_s, run_once);
-        const double gflops = 2.0 * static_cast<double>(s.n_rows * s.k * n_tok) / sec / 1e9;
-        // Weights dotted with int8 activations (Q8_0 / Q8_K) are held to the int8 dot peak.
-        const bool int8 = wops->vec_dot_type == GgmlType::kQ8_0 || wops->vec_dot_type == GgmlType::kQ8_K;
-        const auto& peak_map = int8 ? peaks.dot_gops : peaks.fma_gflops;
-        const auto peak = peak_map.find({static_cast<int>(isa), nth});
-        print_row(Row{layout == 0 ? "matmul" : "matmul repacked", std::string(require_ggml_type(type).name),
-                      fmt::format("{}x{} n_tok={} tile={}", s.n_rows, s.k, n_tok, tile), std::string(kernels::isa_name(isa)), nth,
-                      sec, static_cast<double>(w.bytes) / sec / 1e9, gflops,
-                      peak != peak_map.end() ? 100.0 * gflops / peak->second : NAN,
-                      int8 ? "% of int8 dot peak" : "% of f32 FMA peak"});
-      }
+        for (int nth : opt.threads)
+          for (int64_t tile : tiles) {
+            const WeightCopies& w = layout == 0 ? plain : packed;
+            kernels::ThreadPool pool(nth);
+            kernels::MatmulDriver driver(pool, kernels::MatmulTuning{tile, kernels::MatmulTuning{}.chunks_per_thread});
+            const kernels::MatmulTarget t{kernels::WeightView{type, w.copies[0].data(), s.n_rows, s.k, w.row_bytes,
+                                                              "bench", layout == 0 ? 0 : s.n_rows},
+                                          out.data(), static_cast<size_t>(s.n_rows), &mk};
+            auto run_once = [&](int) {
+              driver.matmul(std::span<const kernels::MatmulTarget>(&t, 1), act.data(), static_cast<size_t>(s.k), n_tok);
+            };
+            run_once(0);
+            const double sec = median_seconds(opt.reps, opt.budget_s, run_once);
+            const double gflops = 2.0 * static_cast<double>(s.n_rows * s.k * n_tok) / sec / 1e9;
+            // Weights dotted with int8 activations (Q8_0 / Q8_K) are held to the int8 dot peak.
+            const bool int8 = wops->vec_dot_type == GgmlType::kQ8_0 || wops->vec_dot_type == GgmlType::kQ8_K;
+            const auto& peak_map = int8 ? peaks.dot_gops : peaks.fma_gflops;
+            const auto peak = peak_map.find({static_cast<int>(isa), nth});
+            print_row(Row{layout == 0 ? "matmul" : "matmul repacked", std::string(require_ggml_type(type).name),
+                          fmt::format("{}x{} n_tok={} tile={}", s.n_rows, s.k, n_tok, tile),
+                          std::string(kernels::isa_name(isa)), nth, sec, static_cast<double>(w.bytes) / sec / 1e9,
+                          gflops, peak != peak_map.end() ? 100.0 * gflops / peak->second : NAN,
+                          int8 ? "% of int8 dot peak" : "% of f32 FMA peak"});
+          }
     }
   }
 }

@@ -32,8 +32,18 @@ uint64_t read_sum(const uint64_t* p, size_t n) {
 // Twelve independent FMA chains (named, so they stay in registers), enough to cover the
 // latency of two FMA pipes.
 #define BATON_FMA12(F) \
-  a0 = F(a0, m, c); a1 = F(a1, m, c); a2 = F(a2, m, c); a3 = F(a3, m, c); a4 = F(a4, m, c); a5 = F(a5, m, c); \
-  a6 = F(a6, m, c); a7 = F(a7, m, c); a8 = F(a8, m, c); a9 = F(a9, m, c); a10 = F(a10, m, c); a11 = F(a11, m, c);
+  a0 = F(a0, m, c);    \
+  a1 = F(a1, m, c);    \
+  a2 = F(a2, m, c);    \
+  a3 = F(a3, m, c);    \
+  a4 = F(a4, m, c);    \
+  a5 = F(a5, m, c);    \
+  a6 = F(a6, m, c);    \
+  a7 = F(a7, m, c);    \
+  a8 = F(a8, m, c);    \
+  a9 = F(a9, m, c);    \
+  a10 = F(a10, m, c);  \
+  a11 = F(a11, m, c);
 
 __attribute__((target("avx512f"))) float fma_loop_avx512(int64_t iters) {
   // Distinct starting values: identical chains would be merged into one by the compiler (which
@@ -76,21 +86,31 @@ __attribute__((target("avx2,fma"))) float fma_loop_avx2(int64_t iters) {
 // The maddubs chains feed their own accumulator back as the unsigned bytes, so nothing is loop
 // invariant; their latency (maddubs + madd + add) is covered by the 12 chains.
 // The body of a zmm dot loop: 12 chains a0..a11 stepped by F(a) `iters` times, then summed.
-#define BATON_DOT12_ZMM_BODY(F)                                                                                      \
+#define BATON_DOT12_ZMM_BODY(F)                                                                                       \
   __m512i a0 = _mm512_set1_epi32(1), a1 = _mm512_set1_epi32(2), a2 = _mm512_set1_epi32(3), a3 = _mm512_set1_epi32(4), \
           a4 = _mm512_set1_epi32(5), a5 = _mm512_set1_epi32(6), a6 = _mm512_set1_epi32(7), a7 = _mm512_set1_epi32(8), \
           a8 = _mm512_set1_epi32(9), a9 = _mm512_set1_epi32(10), a10 = _mm512_set1_epi32(11),                         \
-          a11 = _mm512_set1_epi32(12);                                                                               \
-  for (int64_t i = 0; i < iters; ++i) {                                                                              \
-    a0 = F(a0); a1 = F(a1); a2 = F(a2); a3 = F(a3); a4 = F(a4); a5 = F(a5);                                          \
-    a6 = F(a6); a7 = F(a7); a8 = F(a8); a9 = F(a9); a10 = F(a10); a11 = F(a11);                                      \
-  }                                                                                                                  \
-  const __m512i t = _mm512_add_epi32(                                                                                \
-      _mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),                                          \
-      _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)),                         \
-                       _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11))));                     \
-  alignas(64) int32_t out[16];                                                                                       \
-  _mm512_store_si512(out, t);                                                                                        \
+          a11 = _mm512_set1_epi32(12);                                                                                \
+  for (int64_t i = 0; i < iters; ++i) {                                                                               \
+    a0 = F(a0);                                                                                                       \
+    a1 = F(a1);                                                                                                       \
+    a2 = F(a2);                                                                                                       \
+    a3 = F(a3);                                                                                                       \
+    a4 = F(a4);                                                                                                       \
+    a5 = F(a5);                                                                                                       \
+    a6 = F(a6);                                                                                                       \
+    a7 = F(a7);                                                                                                       \
+    a8 = F(a8);                                                                                                       \
+    a9 = F(a9);                                                                                                       \
+    a10 = F(a10);                                                                                                     \
+    a11 = F(a11);                                                                                                     \
+  }                                                                                                                   \
+  const __m512i t =                                                                                                   \
+      _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),                          \
+                       _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)),         \
+                                        _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11))));     \
+  alignas(64) int32_t out[16];                                                                                        \
+  _mm512_store_si512(out, t);                                                                                         \
   return out[0] + out[15];
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) int32_t dot_loop_vnni(int64_t iters) {
@@ -117,8 +137,14 @@ __attribute__((target("avx2"))) int32_t dot_loop_avx2(int64_t iters) {
   const __m256i s = _mm256_set1_epi32(0x01FF01FF), ones = _mm256_set1_epi16(1);
 #define BATON_STEP(a) _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(a, s), ones))
   for (int64_t i = 0; i < iters; ++i) {
-    a0 = BATON_STEP(a0); a1 = BATON_STEP(a1); a2 = BATON_STEP(a2); a3 = BATON_STEP(a3);
-    a4 = BATON_STEP(a4); a5 = BATON_STEP(a5); a6 = BATON_STEP(a6); a7 = BATON_STEP(a7);
+    a0 = BATON_STEP(a0);
+    a1 = BATON_STEP(a1);
+    a2 = BATON_STEP(a2);
+    a3 = BATON_STEP(a3);
+    a4 = BATON_STEP(a4);
+    a5 = BATON_STEP(a5);
+    a6 = BATON_STEP(a6);
+    a7 = BATON_STEP(a7);
   }
 #undef BATON_STEP
   const __m256i t = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
@@ -127,7 +153,6 @@ __attribute__((target("avx2"))) int32_t dot_loop_avx2(int64_t iters) {
   _mm256_store_si256(reinterpret_cast<__m256i*>(out), t);
   return out[0] + out[7];
 }
-
 
 // The last-level cache as the kernel reports it (lscpu's source); sysconf as a fallback.
 double llc_bytes() {
@@ -171,7 +196,15 @@ void run_membw(const BenchOptions& opt, Peaks& peaks) {
       });
     });
     peaks.read_gbs[nth] = kBandwidthBytes / s / 1e9;
-    Row row{"membw", "-", "1 GiB read-sum", "-", nth, s, peaks.read_gbs[nth], NAN, 100.0,
+    Row row{"membw",
+            "-",
+            "1 GiB read-sum",
+            "-",
+            nth,
+            s,
+            peaks.read_gbs[nth],
+            NAN,
+            100.0,
             fmt::format("LLC {:.0f} MiB", peaks.llc_bytes / 1048576)};
     print_row(row);
   }
@@ -190,7 +223,8 @@ void run_membw(const BenchOptions& opt, Peaks& peaks) {
       });
       const double gflops = 2.0 * lanes * 12 * static_cast<double>(iters) * nth / s / 1e9;
       peaks.fma_gflops[{static_cast<int>(isa), nth}] = gflops;
-      print_row(Row{"fma-peak", "f32", "12 chains", std::string(kernels::isa_name(isa)), nth, s, NAN, gflops, 100.0, ""});
+      print_row(
+          Row{"fma-peak", "f32", "12 chains", std::string(kernels::isa_name(isa)), nth, s, NAN, gflops, 100.0, ""});
     }
     const bool vnni = isa == kernels::Isa::kAvx512 && kernels::has_avx512_vnni();
     const char* dot_how = vnni ? "vpdpbusd" : "vpmaddubsw+vpmaddwd+vpaddd";
@@ -199,16 +233,16 @@ void run_membw(const BenchOptions& opt, Peaks& peaks) {
       volatile int32_t isink = 0;
       const double s = median_seconds(3, 30.0, [&](int) {
         pool.run([&](int, int) {
-          isink = isink + (vnni                                ? dot_loop_vnni(iters)
+          isink = isink + (vnni                           ? dot_loop_vnni(iters)
                            : isa == kernels::Isa::kAvx512 ? dot_loop_avx512bw(iters)
-                                                               : dot_loop_avx2(iters));
+                                                          : dot_loop_avx2(iters));
         });
       });
       const int chains = isa == kernels::Isa::kAvx512 ? 12 : 8;
       const double gops = 2.0 * 4 * lanes * chains * static_cast<double>(iters) * nth / s / 1e9;
       peaks.dot_gops[{static_cast<int>(isa), nth}] = gops;
-      print_row(Row{"dot-peak", "i8", fmt::format("{} chains {}", chains, dot_how), std::string(kernels::isa_name(isa)), nth, s,
-                    NAN, gops, 100.0, "GOP/s column: int8 ops"});
+      print_row(Row{"dot-peak", "i8", fmt::format("{} chains {}", chains, dot_how), std::string(kernels::isa_name(isa)),
+                    nth, s, NAN, gops, 100.0, "GOP/s column: int8 ops"});
     }
   }
 }

@@ -115,8 +115,8 @@ void run_onednn(const BenchOptions& opt, const Peaks& peaks) {
         const kernels::MatmulKernels mk{wops, kernels::find_type_ops(wops->vec_dot_type, kernels::active_isa())};
         kernels::ThreadPool pool(nth);
         kernels::MatmulDriver driver(pool);
-        const kernels::MatmulTarget t{
-            kernels::WeightView::dense(ours_type, w, n, k, "bench"), out.data(), static_cast<size_t>(n), &mk};
+        const kernels::MatmulTarget t{kernels::WeightView::dense(ours_type, w, n, k, "bench"), out.data(),
+                                      static_cast<size_t>(n), &mk};
         auto ours = [&](int) {
           driver.matmul(std::span<const kernels::MatmulTarget>(&t, 1), af.data(), static_cast<size_t>(k), m);
         };

@@ -54,8 +54,8 @@ void run_ops(const BenchOptions& opt, const Peaks& peaks) {
     const std::string isa_s(kernels::isa_name(isa));
     auto report = [&](const char* op, int64_t n, double bytes, auto&& fn) {
       const double sec = median_seconds(reps, opt.budget_s, [&](int) { fn(); });
-      print_row(Row{op, "f32", fmt::format("{}", n), isa_s, 1, sec, bytes / sec / 1e9, NAN, 100.0 * bytes / sec / 1e9 / bw1,
-                    "data in cache"});
+      print_row(Row{op, "f32", fmt::format("{}", n), isa_s, 1, sec, bytes / sec / 1e9, NAN,
+                    100.0 * bytes / sec / 1e9 / bw1, "data in cache"});
     };
     report("rms_norm", n_embd, 12.0 * n_embd, [&] { t.rms_norm(x.data(), w.data(), y.data(), n_embd, 1e-5f); });
     report("softmax", n_big, 8.0 * n_big, [&] { t.softmax(x.data(), y.data(), n_big); });
@@ -127,8 +127,7 @@ void run_attention(const BenchOptions& opt, const Peaks& peaks) {
           const auto bw = peaks.read_gbs.find(nth);
           print_row(Row{"attention", "f16 kv", fmt::format("n_kv={} n_q={} 32/8x128", n_kv, n_q),
                         std::string(kernels::isa_name(isa)), nth, sec, bytes / sec / 1e9, flops / sec / 1e9,
-                        bw != peaks.read_gbs.end() ? 100.0 * bytes / sec / 1e9 / bw->second : NAN,
-                        "GB/s of K+V read"});
+                        bw != peaks.read_gbs.end() ? 100.0 * bytes / sec / 1e9 / bw->second : NAN, "GB/s of K+V read"});
         }
       }
     }

@@ -58,8 +58,8 @@ double memcpy_gbs() {
 }
 
 void print_header() {
-  fmt::print("{:<10} {:<26} {:>8} {:>11} {:>11} {:>11} {:>9} {:>7}\n", "case", "shape", "frames",
-             "median_us", "p99_us", "total_ms", "GB/s", "%memcpy");
+  fmt::print("{:<10} {:<26} {:>8} {:>11} {:>11} {:>11} {:>9} {:>7}\n", "case", "shape", "frames", "median_us", "p99_us",
+             "total_ms", "GB/s", "%memcpy");
 }
 
 }  // namespace
@@ -85,8 +85,7 @@ int main(int argc, char** argv) {
     fmt::print("memcpy bandwidth (256 MiB, best of 5): {:.2f} GB/s\n", peak);
 
     // Echo server: every message goes straight back.
-    Node server(options("bench-server"),
-                [](Incoming&& in) { in.connection->send(in.message, in.body); });
+    Node server(options("bench-server"), [](Incoming&& in) { in.connection->send(in.message, in.body); });
     uint16_t port = server.listen("127.0.0.1", 0);
     Inbox inbox;
     Node client(options("bench-client"), inbox.handler());
@@ -97,9 +96,8 @@ int main(int argc, char** argv) {
       const char* name;
       uint32_t n_tokens, n_embd;  // 0 tokens: a Commit with no body
     };
-    for (LatencyCase lc : {LatencyCase{"rtt", 0, 0}, LatencyCase{"rtt", 1, 4096},
-                           LatencyCase{"rtt", 1, 8192}, LatencyCase{"rtt", 32, 4096},
-                           LatencyCase{"rtt", 512, 4096}}) {
+    for (LatencyCase lc : {LatencyCase{"rtt", 0, 0}, LatencyCase{"rtt", 1, 4096}, LatencyCase{"rtt", 1, 8192},
+                           LatencyCase{"rtt", 32, 4096}, LatencyCase{"rtt", 512, 4096}}) {
       Message m = Commit{1};
       Payload body;
       if (lc.n_tokens) std::tie(m, body) = forward(lc.n_tokens, lc.n_embd);
@@ -115,11 +113,10 @@ int main(int argc, char** argv) {
       double total = std::chrono::duration<double>(Clock::now() - t_all).count();
       std::sort(us.begin(), us.end());
       double gbs = 2.0 * body.size() * n / total / 1e9;
-      std::string shape = lc.n_tokens ? fmt::format("Forward [{}, {}] f32", lc.n_tokens, lc.n_embd)
-                                      : std::string("Commit, no body");
-      fmt::print("{:<10} {:<26} {:>8} {:>11.1f} {:>11.1f} {:>11.1f} {:>9.2f} {:>7.1f}\n", lc.name,
-                 shape, n, us[us.size() / 2], us[us.size() * 99 / 100], total * 1e3, gbs,
-                 100 * gbs / peak);
+      std::string shape =
+          lc.n_tokens ? fmt::format("Forward [{}, {}] f32", lc.n_tokens, lc.n_embd) : std::string("Commit, no body");
+      fmt::print("{:<10} {:<26} {:>8} {:>11.1f} {:>11.1f} {:>11.1f} {:>9.2f} {:>7.1f}\n", lc.name, shape, n,
+                 us[us.size() / 2], us[us.size() * 99 / 100], total * 1e3, gbs, 100 * gbs / peak);
     }
 
     // One-way streams: the client sends, the server counts and acknowledges the last frame.
@@ -152,8 +149,7 @@ int main(int argc, char** argv) {
       double total = std::chrono::duration<double>(Clock::now() - t0).count();
       double gbs = double(body.size()) * frames / total / 1e9;
       fmt::print("{:<10} {:<26} {:>8} {:>11} {:>11} {:>11.1f} {:>9.2f} {:>7.1f}\n", "stream",
-                 fmt::format("Forward {} MiB body", frame_mib), frames, "-", "-", total * 1e3,
-                 gbs, 100 * gbs / peak);
+                 fmt::format("Forward {} MiB body", frame_mib), frames, "-", "-", total * 1e3, gbs, 100 * gbs / peak);
     }
     return 0;
   } catch (const std::exception& e) {

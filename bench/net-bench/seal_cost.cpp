@@ -55,8 +55,8 @@ CipherCost cipher_us(const Forward& f, const Payload& body, int rounds) {
   key[0] = 1;
   FrameCipher tx(key), rx(key);
   FrameHead head = encode_frame_head(f, body.size());
-  head.prefix = encode_prefix({static_cast<uint32_t>(head.header.size()), kFlagSealed,
-                               static_cast<uint32_t>(body.size())});
+  head.prefix =
+      encode_prefix({static_cast<uint32_t>(head.header.size()), kFlagSealed, static_cast<uint32_t>(body.size())});
   std::vector<uint8_t> sealed(head.header.size() + body.size() + kWireTagBytes);
   std::vector<double> us, cpu;
   for (int i = 0; i < rounds; ++i) {
@@ -66,8 +66,7 @@ CipherCost cipher_us(const Forward& f, const Payload& body, int rounds) {
     std::array<uint8_t, kWireTagBytes> tag;
     std::memcpy(tag.data(), sealed.data() + sealed.size() - kWireTagBytes, kWireTagBytes);
     std::span<uint8_t> all(sealed);
-    if (!rx.open(head.prefix, all.subspan(0, head.header.size()),
-                 all.subspan(head.header.size(), body.size()), tag))
+    if (!rx.open(head.prefix, all.subspan(0, head.header.size()), all.subspan(head.header.size(), body.size()), tag))
       throw std::runtime_error("seal-cost: a frame did not open");
     cpu.push_back(thread_cpu_us() - c0);
     us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
@@ -106,8 +105,8 @@ struct EchoPair {
 
 void run_seal_cost(int rounds, int n_embd) {
   EchoPair sealed(true), plain(false);
-  fmt::print("{:<14} {:>9} {:>12} {:>11} {:>9} {:>13} {:>14} {:>13}\n", "shape (f32)", "bytes",
-             "seal+open_us", "cpu_us", "cpu_GB/s", "rtt_plain_us", "rtt_sealed_us", "hop_delta_us");
+  fmt::print("{:<14} {:>9} {:>12} {:>11} {:>9} {:>13} {:>14} {:>13}\n", "shape (f32)", "bytes", "seal+open_us",
+             "cpu_us", "cpu_GB/s", "rtt_plain_us", "rtt_sealed_us", "hop_delta_us");
   for (uint32_t n_tokens : {1u, 512u}) {
     auto [f, body] = activations(n_tokens, static_cast<uint32_t>(n_embd));
     const int n = n_tokens >= 512 ? std::max(20, rounds / 20) : rounds;
@@ -125,11 +124,12 @@ void run_seal_cost(int rounds, int n_embd) {
       }
     const double p = median(rtt_plain), s = median(rtt_sealed);
     fmt::print("{:<14} {:>9} {:>12.1f} {:>11.1f} {:>9.2f} {:>13.1f} {:>14.1f} {:>13.1f}\n",
-               fmt::format("[{}, {}]", n_tokens, n_embd), body.size(), crypto.wall_us,
-               crypto.cpu_us, body.size() / crypto.cpu_us / 1e3, p, s, (s - p) / 2);
+               fmt::format("[{}, {}]", n_tokens, n_embd), body.size(), crypto.wall_us, crypto.cpu_us,
+               body.size() / crypto.cpu_us / 1e3, p, s, (s - p) / 2);
   }
-  fmt::print("seal+open: one hop's cipher work in-process, wall and thread CPU time (medians); "
-             "hop_delta: half the difference of the median round trips (a round trip is two hops)\n");
+  fmt::print(
+      "seal+open: one hop's cipher work in-process, wall and thread CPU time (medians); "
+      "hop_delta: half the difference of the median round trips (a round trip is two hops)\n");
 }
 
 }  // namespace baton::bench

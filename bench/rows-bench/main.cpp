@@ -1,5 +1,5 @@
-// rows-bench: the quantized gemm (K-quants; Q4_0 and Q8_0 on the gate/up shape) with n_tok single rows (each token the only row of its sequence,
-// RowOrder::kSingle: the decode rows of a continuous batch) on one thread, per TinyLlama-1.1B
+// rows-bench: the quantized gemm (K-quants; Q4_0 and Q8_0 on the gate/up shape) with n_tok single rows (each token the
+// only row of its sequence, RowOrder::kSingle: the decode rows of a continuous batch) on one thread, per TinyLlama-1.1B
 // Q4_K_M weight shape. Prints the minimum thread CPU time of one call per n_tok and its cost per
 // token relative to n_tok = 1 (CPU time: less sensitive to a shared machine than wall time).
 // Each call reads its weight from DRAM (copies totalling >= 64 MB are cycled), as in a real pass.
@@ -68,8 +68,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const Shape shapes[] = {
-      {"q/o 2048x2048", GgmlType::kQ4_K, 2048, 2048},  {"gate/up 5632x2048", GgmlType::kQ4_K, 5632, 2048},
-      {"down 2048x5632 Q4_K", GgmlType::kQ4_K, 2048, 5632}, {"down 2048x5632 Q6_K", GgmlType::kQ6_K, 2048, 5632},
+      {"q/o 2048x2048", GgmlType::kQ4_K, 2048, 2048},           {"gate/up 5632x2048", GgmlType::kQ4_K, 5632, 2048},
+      {"down 2048x5632 Q4_K", GgmlType::kQ4_K, 2048, 5632},     {"down 2048x5632 Q6_K", GgmlType::kQ6_K, 2048, 5632},
       {"output 32000x2048 Q6_K", GgmlType::kQ6_K, 32000, 2048}, {"gate/up 5632x2048 Q5_K", GgmlType::kQ5_K, 5632, 2048},
       {"gate/up 5632x2048 Q4_0", GgmlType::kQ4_0, 5632, 2048},  {"gate/up 5632x2048 Q8_0", GgmlType::kQ8_0, 5632, 2048},
   };
@@ -89,9 +89,11 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> w(w_row * static_cast<size_t>(s.n_rows)), a(a_row * static_cast<size_t>(max_tok));
     std::vector<float> row(static_cast<size_t>(s.k));
     for (int64_t r = 0; r < s.n_rows; ++r) {
-      if (r < 64) for (auto& x : row) x = normal(rng);  // quantizing every row is slow: repeat 64
+      if (r < 64)
+        for (auto& x : row) x = normal(rng);  // quantizing every row is slow: repeat 64
       if (r < 64) w_ops->from_float(row.data(), w.data() + static_cast<size_t>(r) * w_row, s.k);
-      else std::copy_n(w.data() + static_cast<size_t>(r % 64) * w_row, w_row, w.data() + static_cast<size_t>(r) * w_row);
+      else
+        std::copy_n(w.data() + static_cast<size_t>(r % 64) * w_row, w_row, w.data() + static_cast<size_t>(r) * w_row);
     }
     for (int64_t t = 0; t < max_tok; ++t) {
       for (auto& x : row) x = normal(rng);
@@ -102,10 +104,10 @@ int main(int argc, char** argv) {
     const size_t w_bytes = w.size();
     const size_t n_copies = hot ? 1 : std::max<size_t>(1, (size_t{64} << 20) / w_bytes + 1);
     std::vector<uint8_t> copies(w_bytes * n_copies);
-    for (size_t c = 0; c < n_copies; ++c) std::copy(w.begin(), w.end(), copies.begin() + static_cast<std::ptrdiff_t>(c * w_bytes));
+    for (size_t c = 0; c < n_copies; ++c)
+      std::copy(w.begin(), w.end(), copies.begin() + static_cast<std::ptrdiff_t>(c * w_bytes));
     std::vector<float> out(static_cast<size_t>(s.n_rows * max_tok));
-    const kernels::GemmFn gemm =
-        grouped ? w_ops->gemm_grouped : w_ops->gemm_single ? w_ops->gemm_single : w_ops->gemm;
+    const kernels::GemmFn gemm = grouped ? w_ops->gemm_grouped : w_ops->gemm_single ? w_ops->gemm_single : w_ops->gemm;
     // Weights in their load-time 16-row layout where this ISA's table has one (what the engine
     // multiplies): Q4_K / Q5_K on AVX-512, Q4_0 and Q5_K on both.
     if (w_ops->has_repacked_layout() && (!grouped || w_ops->gemm_grouped_repacked)) {
@@ -123,8 +125,8 @@ int main(int argc, char** argv) {
         w_ops->unrepack(wx, plain.data(), nr, k);
         gemm(k, plain.data(), ws, nr, act, as, n_tok, o, os);
       };
-      std::vector<std::pair<const char*, std::function<void(int64_t, const void*, size_t, int64_t, const void*,
-                                                            size_t, int64_t, float*, size_t)>>>
+      std::vector<std::pair<const char*, std::function<void(int64_t, const void*, size_t, int64_t, const void*, size_t,
+                                                            int64_t, float*, size_t)>>>
           x16_kernels;
       if (grouped) {
         x16_kernels.emplace_back("x16 unrepacked + grouped", via_unrepack);

@@ -17,7 +17,7 @@ struct AccessRecord {
   bool active = false;
   std::string id;
   AccessClock::time_point start{};
-  long long prompt_tokens = -1;     // -1: not a generation (or it never got that far)
+  long long prompt_tokens = -1;  // -1: not a generation (or it never got that far)
   long long generated_tokens = -1;
   int error_status = 0;
 };
@@ -50,8 +50,8 @@ std::string printable_path(const std::string& path) {
 
 bool polled_route(const std::string& method, const std::string& path) {
   if (method != "GET") return false;
-  return path == "/health" || path == "/metrics" || path == "/v1/cluster" || path == "/v1/dashboard" ||
-         path == "/" || path == "/dashboard" || path.starts_with("/webui/");
+  return path == "/health" || path == "/metrics" || path == "/v1/cluster" || path == "/v1/dashboard" || path == "/" ||
+         path == "/dashboard" || path.starts_with("/webui/");
 }
 
 }  // namespace
@@ -84,7 +84,8 @@ void log_access(const httplib::Request& req, const httplib::Response& res) {
   std::string line = fmt::format("access id={} method={} path={} status={}", r.id, printable_path(req.method),
                                  printable_path(req.path), res.status);
   if (r.error_status && r.error_status != res.status) line += fmt::format(" error_status={}", r.error_status);
-  if (r.prompt_tokens >= 0) line += fmt::format(" prompt_tokens={} generated_tokens={}", r.prompt_tokens, r.generated_tokens);
+  if (r.prompt_tokens >= 0)
+    line += fmt::format(" prompt_tokens={} generated_tokens={}", r.prompt_tokens, r.generated_tokens);
   if (r.active)
     line += fmt::format(" ms={:.1f}", std::chrono::duration<double, std::milli>(AccessClock::now() - r.start).count());
   line += fmt::format(" client={}", printable_path(req.remote_addr));

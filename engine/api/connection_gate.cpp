@@ -24,8 +24,11 @@ bool complete_headers(const std::string& buf) { return buf.find("\r\n\r\n") != s
 
 ConnectionGate::ConnectionGate(GateLimits limits, Dispatch dispatch, std::string overloaded, std::string timed_out,
                                std::string too_large)
-    : limits_(limits), dispatch_(std::move(dispatch)), overloaded_(std::move(overloaded)),
-      timed_out_(std::move(timed_out)), too_large_(std::move(too_large)) {}
+    : limits_(limits),
+      dispatch_(std::move(dispatch)),
+      overloaded_(std::move(overloaded)),
+      timed_out_(std::move(timed_out)),
+      too_large_(std::move(too_large)) {}
 
 ConnectionGate::~ConnectionGate() { stop(); }
 
@@ -73,10 +76,8 @@ void ConnectionGate::adopt(int fd) {
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   size_t lingering = 0;
   for (const auto& [_, c] : conns_) lingering += c.state == State::kLingering;
-  if (conns_.size() - lingering + serving_.size() >= limits_.max_connections)
-    refuse_locked(fd, overloaded_);
-  else
-    wait_locked(fd, {}, limits_.header_timeout);
+  if (conns_.size() - lingering + serving_.size() >= limits_.max_connections) refuse_locked(fd, overloaded_);
+  else wait_locked(fd, {}, limits_.header_timeout);
 }
 
 void ConnectionGate::resume(int fd, std::string leftover) {
@@ -198,7 +199,8 @@ void ConnectionGate::run() {
   std::vector<epoll_event> events(256);
   auto last_scan = Clock::now();
   for (;;) {
-    int n = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), static_cast<int>(kScanInterval.count()));
+    int n =
+        ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), static_cast<int>(kScanInterval.count()));
     std::lock_guard lock(mutex_);
     if (stopped_) return;
     for (int i = 0; i < n; ++i) {

@@ -27,12 +27,12 @@
 namespace baton::api {
 
 struct GateLimits {
-  size_t max_connections = 1024;                        // open (waiting + being served); beyond: 503
-  size_t max_header_bytes = 64 << 10;                   // request line + headers; beyond: 431
-  std::chrono::milliseconds header_timeout{10000};      // a request's first byte -> end of its headers; then 408
-  std::chrono::milliseconds keep_alive_timeout{5000};   // idle between requests; then closed
-  std::chrono::milliseconds linger_timeout{2000};       // reading what a refused client still sends
-  size_t linger_bytes = 16 << 20;                       // ... at most this much
+  size_t max_connections = 1024;                       // open (waiting + being served); beyond: 503
+  size_t max_header_bytes = 64 << 10;                  // request line + headers; beyond: 431
+  std::chrono::milliseconds header_timeout{10000};     // a request's first byte -> end of its headers; then 408
+  std::chrono::milliseconds keep_alive_timeout{5000};  // idle between requests; then closed
+  std::chrono::milliseconds linger_timeout{2000};      // reading what a refused client still sends
+  size_t linger_bytes = 16 << 20;                      // ... at most this much
 };
 
 class ConnectionGate {
@@ -53,10 +53,10 @@ class ConnectionGate {
   // and writes fail at once). Idempotent.
   void stop();
 
-  void adopt(int fd);                            // a fresh connection
-  void resume(int fd, std::string leftover);     // a worker answered; keep the connection alive
-  void linger(int fd);                           // a worker answered and the rest is unread
-  void close(int fd);                            // a worker is done with the connection
+  void adopt(int fd);                         // a fresh connection
+  void resume(int fd, std::string leftover);  // a worker answered; keep the connection alive
+  void linger(int fd);                        // a worker answered and the rest is unread
+  void close(int fd);                         // a worker is done with the connection
 
   size_t open_connections() const;
 

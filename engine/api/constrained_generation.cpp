@@ -16,7 +16,8 @@ std::string chat_prompt_text(const GenerationRequest& r, const ChatTemplate& tmp
   return finish_tool_prompt(syntax, tmpl.apply(messages, /*add_generation_prompt=*/true), shown);
 }
 
-std::shared_ptr<const grammar::CompiledConstraint> build_constraint(const GenerationRequest& r, const ChatTemplate* tmpl,
+std::shared_ptr<const grammar::CompiledConstraint> build_constraint(const GenerationRequest& r,
+                                                                    const ChatTemplate* tmpl,
                                                                     const tokenizer::Tokenizer& tokenizer) {
   std::string gbnf = r.grammar;
   const char* param = "grammar";

@@ -22,7 +22,8 @@ std::string chat_prompt_text(const GenerationRequest& r, const ChatTemplate& tmp
 
 // The constraint for the scheduler, or null. `tmpl` is the chat template (null for
 // completions). Throws ApiError 400 when the grammar or a tool's schema cannot be compiled.
-std::shared_ptr<const grammar::CompiledConstraint> build_constraint(const GenerationRequest& r, const ChatTemplate* tmpl,
+std::shared_ptr<const grammar::CompiledConstraint> build_constraint(const GenerationRequest& r,
+                                                                    const ChatTemplate* tmpl,
                                                                     const tokenizer::Tokenizer& tokenizer);
 
 // Whole chat response: when the reply holds calls, message.tool_calls (content null when no

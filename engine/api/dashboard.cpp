@@ -24,7 +24,8 @@ void DashboardHistory::sample(double now, uint64_t generated_tokens,
     const double dt = now - last_.t;
     p.tokens_per_second = c.generated >= last_.generated ? static_cast<double>(c.generated - last_.generated) / dt : 0;
     // A re-plan restarts the pipeline's counters: no per-stage figure across it.
-    const bool same_pipeline = c.pipeline_tokens >= last_.pipeline_tokens && c.stage_compute_ms.size() == last_.stage_compute_ms.size();
+    const bool same_pipeline =
+        c.pipeline_tokens >= last_.pipeline_tokens && c.stage_compute_ms.size() == last_.stage_compute_ms.size();
     const uint64_t tokens = same_pipeline ? c.pipeline_tokens - last_.pipeline_tokens : 0;
     for (size_t i = 0; tokens > 0 && i < c.stage_compute_ms.size(); ++i) {
       if (c.stage_compute_ms[i].first != last_.stage_compute_ms[i].first) continue;
@@ -86,12 +87,13 @@ json dashboard_json(const DashboardInputs& in) {
   if (in.metrics) {
     const auto& m = *in.metrics;
     for (const auto& h : m.hops)
-      hops.push_back({{"from", h.from},
-                      {"to", h.to},
-                      {"bytes", h.bytes},
-                      {"bytes_per_token", h.tokens > 0 ? json(h.bytes / static_cast<double>(h.tokens)) : json(nullptr)},
-                      {"network_ms_per_pass", h.passes > 0 ? json(h.network_ms / static_cast<double>(h.passes)) : json(nullptr)},
-                      {"passes", h.passes}});
+      hops.push_back(
+          {{"from", h.from},
+           {"to", h.to},
+           {"bytes", h.bytes},
+           {"bytes_per_token", h.tokens > 0 ? json(h.bytes / static_cast<double>(h.tokens)) : json(nullptr)},
+           {"network_ms_per_pass", h.passes > 0 ? json(h.network_ms / static_cast<double>(h.passes)) : json(nullptr)},
+           {"passes", h.passes}});
     const double passes = static_cast<double>(m.passes);
     pipeline = {{"passes", m.passes},
                 {"tokens", m.tokens},
@@ -102,7 +104,8 @@ json dashboard_json(const DashboardInputs& in) {
   }
   // "Now": the last interval of the history, unless it is stale (nobody polled for a while).
   double tokens_per_second = 0;
-  if (!in.history.empty() && in.now - in.history.back().t < 3.0) tokens_per_second = in.history.back().tokens_per_second;
+  if (!in.history.empty() && in.now - in.history.back().t < 3.0)
+    tokens_per_second = in.history.back().tokens_per_second;
   json totals = {{"tokens_per_second", tokens_per_second},
                  {"queue_depth", in.scheduler.queued},
                  {"active_sequences", in.scheduler.active},
@@ -118,11 +121,11 @@ json dashboard_json(const DashboardInputs& in) {
     for (const auto& [id, ms] : p.stage_ms_per_token) stages[id] = ms;
     history.push_back({{"t", p.t}, {"tokens_per_second", p.tokens_per_second}, {"stage_ms_per_token", stages}});
   }
-  return {{"model", in.model_id},     {"time", in.now},
-          {"ready", snap.ready},      {"detail", snap.detail},
-          {"n_layer", snap.n_layer},  {"layers_covered", snap.layers_covered},
-          {"nodes", nodes},           {"hops", hops},
-          {"pipeline", pipeline},     {"totals", totals},
+  return {{"model", in.model_id},    {"time", in.now},
+          {"ready", snap.ready},     {"detail", snap.detail},
+          {"n_layer", snap.n_layer}, {"layers_covered", snap.layers_covered},
+          {"nodes", nodes},          {"hops", hops},
+          {"pipeline", pipeline},    {"totals", totals},
           {"history", history}};
 }
 

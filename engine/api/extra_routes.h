@@ -7,7 +7,7 @@
 
 namespace baton::api {
 
-void install_responses_routes(HttpServer::Impl& server);  // POST /v1/responses
+void install_responses_routes(HttpServer::Impl& server);          // POST /v1/responses
 void install_native_completion_routes(HttpServer::Impl& server);  // POST /completion
 // GET /v1/models, /models, /v1/models/{id}, /props (POST: 501), /slots.
 void install_model_routes(HttpServer::Impl& server);

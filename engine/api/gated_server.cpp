@@ -27,8 +27,9 @@ class InlineQueue final : public httplib::TaskQueue {
 thread_local const GatedStream* t_stream = nullptr;  // the request a worker is serving
 
 std::string canned(int status, const char* reason, const std::string& json, bool retry_after) {
-  return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n{}",
-                     status, reason, json.size(), retry_after ? "Retry-After: 1\r\n" : "", json);
+  return fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n{}", status,
+      reason, json.size(), retry_after ? "Retry-After: 1\r\n" : "", json);
 }
 
 // Room for every connection the gate may hold (open and lingering) plus the process's own files.
@@ -181,12 +182,9 @@ void GatedServer::serve(int fd, std::string buffered) {
   bool client_closes = false;
   const bool answered = process_request(stream, /*close_connection=*/false, client_closes, nullptr);
   t_stream = nullptr;
-  if (stream.body_over_limit())
-    gate_->linger(fd);  // answered 413; drop what the client still sends, then close
-  else if (answered && !client_closes && !stream.failed())
-    gate_->resume(fd, stream.leftover());
-  else
-    gate_->close(fd);
+  if (stream.body_over_limit()) gate_->linger(fd);  // answered 413; drop what the client still sends, then close
+  else if (answered && !client_closes && !stream.failed()) gate_->resume(fd, stream.leftover());
+  else gate_->close(fd);
 }
 
 std::string GatedServer::serve_bytes(std::string input) {

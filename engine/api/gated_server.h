@@ -30,13 +30,13 @@ namespace baton::api {
 
 struct GateOptions {
   GateLimits gate;
-  size_t threads = 16;          // workers running requests
-  size_t max_queued = 64;       // complete requests waiting for a worker; beyond: 503
+  size_t threads = 16;     // workers running requests
+  size_t max_queued = 64;  // complete requests waiting for a worker; beyond: 503
   size_t max_body_bytes = 8u << 20;
   std::chrono::milliseconds timeout{600000};  // a body's arrival; each response write
-  std::string overloaded_body;  // JSON of the 503 the gate answers with
-  std::string timed_out_body;   // ... of the 408
-  std::string too_large_body;   // ... of the 431
+  std::string overloaded_body;                // JSON of the 503 the gate answers with
+  std::string timed_out_body;                 // ... of the 408
+  std::string too_large_body;                 // ... of the 431
 };
 
 class GatedServer : public httplib::Server {

@@ -34,7 +34,10 @@ void ip_and_port(const sockaddr_storage& a, socklen_t len, std::string& ip, int&
 }  // namespace
 
 GatedStream::GatedStream(int fd, std::string buffered, size_t max_body_bytes, std::chrono::milliseconds timeout)
-    : fd_(fd), buf_(std::move(buffered)), max_body_bytes_(max_body_bytes), timeout_(timeout),
+    : fd_(fd),
+      buf_(std::move(buffered)),
+      max_body_bytes_(max_body_bytes),
+      timeout_(timeout),
       read_deadline_(Clock::now() + timeout) {
   const size_t end = buf_.find("\r\n\r\n");
   header_bytes_ = end == std::string::npos ? buf_.size() : end + 4;

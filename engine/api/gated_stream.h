@@ -43,9 +43,9 @@ class GatedStream final : public httplib::Stream {
 
   int fd_;
   std::string buf_;
-  size_t pos_ = 0;          // next byte of buf_ to deliver
-  size_t delivered_ = 0;    // bytes delivered to httplib so far
-  size_t header_bytes_;     // the request line and headers, "\r\n\r\n" included
+  size_t pos_ = 0;        // next byte of buf_ to deliver
+  size_t delivered_ = 0;  // bytes delivered to httplib so far
+  size_t header_bytes_;   // the request line and headers, "\r\n\r\n" included
   size_t max_body_bytes_;
   std::chrono::milliseconds timeout_;
   std::chrono::steady_clock::time_point read_deadline_;

@@ -183,8 +183,8 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
         std::string out;
         if (completed(s.finish_reason)) {
           if (st->tools_request) {
-            for (const json& c : tool_stream_chunks(st->held, st->builder.final_chunk(s), *st->tools_request,
-                                                    *st->tools_template))
+            for (const json& c :
+                 tool_stream_chunks(st->held, st->builder.final_chunk(s), *st->tools_request, *st->tools_template))
               out += sse_event(c);
           } else {
             out += sse_event(st->builder.final_chunk(s));

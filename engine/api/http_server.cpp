@@ -26,19 +26,16 @@ void send_json(httplib::Response& res, const json& body, int status) {
   res.set_content(dump(body), "application/json");
 }
 
-void send_error(httplib::Response& res, const ApiError& error) {
-  send_json(res, error_body(error), error.status());
-}
+void send_error(httplib::Response& res, const ApiError& error) { send_json(res, error_body(error), error.status()); }
 
 namespace {
 
 // cpp-httplib's CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH as Debian builds it.
 constexpr size_t kFormBodyLimit = 8192;
 
-const char* const kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
-                               "/v1/cluster",     "/metrics",             "/tokenize",  "/detokenize",
-                               "/v1/responses",   "/completion",          "/models",    "/props",
-                               "/slots"};
+const char* const kRoutes[] = {
+    "/v1/completions", "/v1/chat/completions", "/v1/models",  "/health", "/v1/cluster", "/metrics", "/tokenize",
+    "/detokenize",     "/v1/responses",        "/completion", "/models", "/props",      "/slots"};
 
 // The metrics label of a path: a known route or "other" (keeps label cardinality bounded).
 std::string route_label(const std::string& path) {
@@ -92,7 +89,8 @@ void write_prompt_cache_bytes(MetricsWriter& w, const ServedModel& model, uint64
   const double per_layer = static_cast<double>(positions) * 2.0 * 2.0 * static_cast<double>(model.info().kv_dim);
   w.family("baton_prompt_cache_bytes", "gauge", "KV bytes each node holds for cached prompt prefixes.");
   const auto plan = model.plan();
-  if (plan.empty()) w.sample("baton_prompt_cache_bytes", per_layer * static_cast<double>(model.info().n_layer), {{"node", "local"}});
+  if (plan.empty())
+    w.sample("baton_prompt_cache_bytes", per_layer * static_cast<double>(model.info().n_layer), {{"node", "local"}});
   for (const auto& p : plan)
     w.sample("baton_prompt_cache_bytes", per_layer * static_cast<double>(p.layers.size()), {{"node", p.node_id}});
 }
@@ -105,34 +103,42 @@ void write_pipeline_metrics(MetricsWriter& w, const pipeline::ClusterMetrics& m,
     w.family(name, "counter", help);
     w.sample(name, v);
   };
-  counter("baton_pipeline_passes_total", "Forward passes completed through the chain of workers.", static_cast<double>(m.passes));
-  counter("baton_pipeline_failed_passes_total", "Forward passes lost to a pipeline error.", static_cast<double>(m.failed_passes));
+  counter("baton_pipeline_passes_total", "Forward passes completed through the chain of workers.",
+          static_cast<double>(m.passes));
+  counter("baton_pipeline_failed_passes_total", "Forward passes lost to a pipeline error.",
+          static_cast<double>(m.failed_passes));
   counter("baton_pipeline_tokens_total", "Token rows sent through the chain.", static_cast<double>(m.tokens));
-  counter("baton_pipeline_round_trip_seconds_total", "Coordinator: Forward sent -> Hidden received, summed over passes.",
-          m.round_trip_ms / 1e3);
+  counter("baton_pipeline_round_trip_seconds_total",
+          "Coordinator: Forward sent -> Hidden received, summed over passes.", m.round_trip_ms / 1e3);
   counter("baton_pipeline_network_seconds_total",
           "Round trip minus every stage's residence: all hops together (wire + serialisation).", m.network_ms / 1e3);
   w.family("baton_stage_compute_seconds_total", "counter", "Time each worker spent computing its layers.");
-  for (const auto& s : m.stages) w.sample("baton_stage_compute_seconds_total", s.compute_ms / 1e3, {{"node", s.node_id}});
+  for (const auto& s : m.stages)
+    w.sample("baton_stage_compute_seconds_total", s.compute_ms / 1e3, {{"node", s.node_id}});
   w.family("baton_stage_residence_seconds_total", "counter",
            "Time between a worker receiving a frame and handing its result on (queue + compute + encode).");
-  for (const auto& s : m.stages) w.sample("baton_stage_residence_seconds_total", s.residence_ms / 1e3, {{"node", s.node_id}});
+  for (const auto& s : m.stages)
+    w.sample("baton_stage_residence_seconds_total", s.residence_ms / 1e3, {{"node", s.node_id}});
   // Hops: coordinator -> first worker -> ... -> last worker -> coordinator.
   w.family("baton_hop_bytes_total", "counter", "Activation bytes sent over each hop of the pipeline.");
-  if (!m.stages.empty()) w.sample("baton_hop_bytes_total", m.bytes_to_first, {{"from", "coordinator"}, {"to", m.stages[0].node_id}});
+  if (!m.stages.empty())
+    w.sample("baton_hop_bytes_total", m.bytes_to_first, {{"from", "coordinator"}, {"to", m.stages[0].node_id}});
   for (size_t i = 0; i < m.stages.size(); ++i)
-    w.sample("baton_hop_bytes_total", m.stages[i].bytes_out,
-             {{"from", m.stages[i].node_id}, {"to", i + 1 < m.stages.size() ? m.stages[i + 1].node_id : "coordinator"}});
+    w.sample(
+        "baton_hop_bytes_total", m.stages[i].bytes_out,
+        {{"from", m.stages[i].node_id}, {"to", i + 1 < m.stages.size() ? m.stages[i + 1].node_id : "coordinator"}});
   // Per hop: sender's hand-over -> receiver's receipt through the link's probed clock offset
   // (docs/PROTOCOL.md "Per-hop network time"), summed over measured passes, and its error bound.
   w.family("baton_hop_network_seconds_total", "counter",
            "Network time of each hop (sender hand-over -> receiver has the frame), summed over measured passes.");
-  for (const auto& h : m.hops) w.sample("baton_hop_network_seconds_total", h.network_ms / 1e3, {{"from", h.from}, {"to", h.to}});
+  for (const auto& h : m.hops)
+    w.sample("baton_hop_network_seconds_total", h.network_ms / 1e3, {{"from", h.from}, {"to", h.to}});
   w.family("baton_hop_network_error_seconds_total", "counter",
            "Sum of the error bounds of baton_hop_network_seconds_total (clock offset estimates).");
   for (const auto& h : m.hops)
     w.sample("baton_hop_network_error_seconds_total", h.error_ms / 1e3, {{"from", h.from}, {"to", h.to}});
-  w.family("baton_hop_measured_passes_total", "counter", "Passes whose hop time was measured (a clock estimate existed).");
+  w.family("baton_hop_measured_passes_total", "counter",
+           "Passes whose hop time was measured (a clock estimate existed).");
   for (const auto& h : m.hops)
     w.sample("baton_hop_measured_passes_total", static_cast<double>(h.passes), {{"from", h.from}, {"to", h.to}});
   w.family("baton_stage_busy_seconds_total", "counter", "Time each worker spent on forward passes, as it reports.");
@@ -147,7 +153,8 @@ GateOptions gate_options(const ServerOptions& o, size_t threads) {
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   if (!(o.header_timeout_s >= 0.001 && o.header_timeout_s <= 3600))
     fail("header timeout must be 0.001..3600 seconds, found {}", o.header_timeout_s);
-  if (!(o.timeout_s >= 0.001 && o.timeout_s <= 86400)) fail("timeout must be 0.001..86400 seconds, found {}", o.timeout_s);
+  if (!(o.timeout_s >= 0.001 && o.timeout_s <= 86400))
+    fail("timeout must be 0.001..86400 seconds, found {}", o.timeout_s);
   if (o.max_connections < 1) fail("max connections must be >= 1, found {}", o.max_connections);
   GateOptions g;
   g.gate.max_connections = static_cast<size_t>(o.max_connections);
@@ -157,8 +164,9 @@ GateOptions gate_options(const ServerOptions& o, size_t threads) {
   g.max_body_bytes = o.max_body_bytes;
   g.timeout = ms(o.timeout_s);
   g.overloaded_body = dump(error_body(ApiError(503, "server_error", "the server is overloaded: retry later")));
-  g.timed_out_body = dump(error_body(ApiError(
-      408, "invalid_request_error", fmt::format("the request headers did not arrive within {} s", o.header_timeout_s))));
+  g.timed_out_body =
+      dump(error_body(ApiError(408, "invalid_request_error",
+                               fmt::format("the request headers did not arrive within {} s", o.header_timeout_s))));
   g.too_large_body = dump(error_body(ApiError(431, "invalid_request_error", "the request headers are too large")));
   return g;
 }
@@ -168,8 +176,10 @@ GateOptions gate_options(const ServerOptions& o, size_t threads) {
 void HttpServer::Impl::install_routes() {
   using httplib::Request;
   using httplib::Response;
-  server.Post("/v1/completions", guarded([this](const Request& q, Response& r) { handle_generation(q, r, Endpoint::kCompletions); }));
-  server.Post("/v1/chat/completions", guarded([this](const Request& q, Response& r) { handle_generation(q, r, Endpoint::kChat); }));
+  server.Post("/v1/completions",
+              guarded([this](const Request& q, Response& r) { handle_generation(q, r, Endpoint::kCompletions); }));
+  server.Post("/v1/chat/completions",
+              guarded([this](const Request& q, Response& r) { handle_generation(q, r, Endpoint::kChat); }));
   server.Get("/health", guarded([this](const Request&, Response& r) { handle_health(r); }));
   server.Get("/v1/cluster", guarded([this](const Request&, Response& r) { handle_cluster(r); }));
   server.Get("/metrics", guarded([this](const Request&, Response& r) { handle_metrics(r); }));
@@ -223,8 +233,7 @@ void HttpServer::Impl::install_routes() {
     else if (res.status == 413)
       send_error(res, ApiError(413, "invalid_request_error",
                                fmt::format("the request body is larger than {} bytes", options.max_body_bytes)));
-    else
-      send_error(res, ApiError(res.status, "invalid_request_error", fmt::format("HTTP error {}", res.status)));
+    else send_error(res, ApiError(res.status, "invalid_request_error", fmt::format("HTTP error {}", res.status)));
   });
 
   server.set_logger([this](const Request& req, const Response& res) {
@@ -235,11 +244,14 @@ void HttpServer::Impl::install_routes() {
 
 void HttpServer::Impl::handle_health(httplib::Response& res) {
   ClusterViewSnapshot snap = model.cluster_view().snapshot();
-  bool all_online = std::all_of(snap.nodes.begin(), snap.nodes.end(), [](const NodeView& n) { return n.status == "online"; });
+  bool all_online =
+      std::all_of(snap.nodes.begin(), snap.nodes.end(), [](const NodeView& n) { return n.status == "online"; });
   serving::SchedulerStats s = model.scheduler().stats();
   json nodes = json::array();
   for (const auto& n : snap.nodes) nodes.push_back(node_json(n));
-  json body = {{"status", !snap.ready || stopping ? "unavailable" : all_online ? "ok" : "degraded"},
+  json body = {{"status", !snap.ready || stopping ? "unavailable"
+                          : all_online            ? "ok"
+                                                  : "degraded"},
                {"layers_covered", snap.layers_covered},
                {"n_layer", snap.n_layer},
                {"slots", model.scheduler().options().slots},
@@ -254,8 +266,11 @@ void HttpServer::Impl::handle_cluster(httplib::Response& res) {
   ClusterViewSnapshot snap = model.cluster_view().snapshot();
   json nodes = json::array();
   for (const auto& n : snap.nodes) nodes.push_back(node_json(n));
-  send_json(res, json{{"ready", snap.ready}, {"layers_covered", snap.layers_covered}, {"n_layer", snap.n_layer},
-                      {"detail", snap.detail}, {"nodes", nodes}});
+  send_json(res, json{{"ready", snap.ready},
+                      {"layers_covered", snap.layers_covered},
+                      {"n_layer", snap.n_layer},
+                      {"detail", snap.detail},
+                      {"nodes", nodes}});
 }
 
 void HttpServer::Impl::handle_metrics(httplib::Response& res) {
@@ -273,9 +288,12 @@ void HttpServer::Impl::handle_metrics(httplib::Response& res) {
   gauge("baton_queue_depth", "Requests waiting for a slot.", s.queued);
   gauge("baton_active_slots", "Sequences being generated.", s.active);
   gauge("baton_slots", "Sequences that can be generated at once.", model.scheduler().options().slots);
-  counter("baton_requests_accepted_total", "Generation requests accepted by the scheduler.", static_cast<double>(s.requests));
-  counter("baton_requests_rejected_total", "Generation requests refused because the queue was full (503).", static_cast<double>(s.rejected));
-  counter("baton_requests_failed_total", "Generation requests that ended in an error (e.g. a pipeline failure).", static_cast<double>(s.failed));
+  counter("baton_requests_accepted_total", "Generation requests accepted by the scheduler.",
+          static_cast<double>(s.requests));
+  counter("baton_requests_rejected_total", "Generation requests refused because the queue was full (503).",
+          static_cast<double>(s.rejected));
+  counter("baton_requests_failed_total", "Generation requests that ended in an error (e.g. a pipeline failure).",
+          static_cast<double>(s.failed));
   counter("baton_prompt_tokens_total", "Prompt tokens processed.", static_cast<double>(s.prompt_tokens));
   counter("baton_generated_tokens_total", "Tokens generated.", static_cast<double>(s.generated_tokens));
   counter("baton_forward_passes_total", "Forward passes (micro-batches) run.", static_cast<double>(s.forward_passes));
@@ -283,7 +301,8 @@ void HttpServer::Impl::handle_metrics(httplib::Response& res) {
   counter("baton_prompt_cache_tokens_total", "Prompt tokens served from a cached prefix's KV (cache_prompt).",
           static_cast<double>(s.cached_prompt_tokens));
   counter("baton_prompt_cache_hits_total", "Requests that reused a cached prefix.", static_cast<double>(s.cache_hits));
-  gauge("baton_prompt_cache_entries", "Finished sequences whose KV is kept for reuse (on every stage).", s.cache_entries);
+  gauge("baton_prompt_cache_entries", "Finished sequences whose KV is kept for reuse (on every stage).",
+        s.cache_entries);
   gauge("baton_prompt_cache_positions", "Positions those entries hold.", static_cast<double>(s.cache_positions));
   write_prompt_cache_bytes(w, model, s.cache_positions);
   counter("baton_spec_draft_tokens_total", "Draft tokens sent through the layers (speculative decoding).",
@@ -327,8 +346,9 @@ void HttpServer::Impl::handle_detokenize(const httplib::Request& req, httplib::R
   const auto& tok = model.tokenizer();
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] >= tok.n_vocab())
-      throw bad_request(fmt::format("tokens[{}]", i),
-                        fmt::format("'tokens[{}]' = {} is outside the vocabulary (n_vocab = {})", i, ids[i], tok.n_vocab()));
+      throw bad_request(
+          fmt::format("tokens[{}]", i),
+          fmt::format("'tokens[{}]' = {} is outside the vocabulary (n_vocab = {})", i, ids[i], tok.n_vocab()));
   send_json(res, json{{"content", tok.decode(ids)}});
 }
 

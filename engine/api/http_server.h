@@ -24,10 +24,10 @@ namespace baton::api {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8021;                         // 0: any free port (see port())
-  std::string api_key;                     // "" = no authentication
-  size_t max_body_bytes = 8u << 20;        // larger bodies -> 413
-  int threads = 0;                         // HTTP threads; <= 0: slots + queue limit + 8
+  int port = 8021;                   // 0: any free port (see port())
+  std::string api_key;               // "" = no authentication
+  size_t max_body_bytes = 8u << 20;  // larger bodies -> 413
+  int threads = 0;                   // HTTP threads; <= 0: slots + queue limit + 8
   // The front door's limits (docs/SECURITY.md): a request's headers must arrive within
   // header_timeout_s of its first byte (else 408); its body within timeout_s (llama-server's
   // -to/--timeout), which also bounds each response write; at most max_connections open
@@ -35,9 +35,9 @@ struct ServerOptions {
   double header_timeout_s = 10;
   double timeout_s = 600;
   int max_connections = 1024;
-  bool webui = true;                       // GET / chat page and dashboard (--no-webui: off)
-  std::vector<std::string> cors_origins;   // --cors-origin: origins (or "*") browsers may call from
-  bool slots_endpoint = true;              // GET /slots (false: 501, llama-server's --no-slots)
+  bool webui = true;                      // GET / chat page and dashboard (--no-webui: off)
+  std::vector<std::string> cors_origins;  // --cors-origin: origins (or "*") browsers may call from
+  bool slots_endpoint = true;             // GET /slots (false: 501, llama-server's --no-slots)
 };
 
 class HttpServer {

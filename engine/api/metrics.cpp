@@ -105,11 +105,14 @@ void HttpMetrics::write(MetricsWriter& w) const {
   std::lock_guard lock(mutex_);
   w.family("baton_http_requests_total", "counter", "HTTP requests answered, by endpoint and status code.");
   for (const auto& [key, n] : requests_)
-    w.sample("baton_http_requests_total", static_cast<double>(n), {{"endpoint", key.first}, {"status", std::to_string(key.second)}});
-  w.family("baton_http_errors_total", "counter", "HTTP requests answered with a status >= 400, by endpoint and status.");
+    w.sample("baton_http_requests_total", static_cast<double>(n),
+             {{"endpoint", key.first}, {"status", std::to_string(key.second)}});
+  w.family("baton_http_errors_total", "counter",
+           "HTTP requests answered with a status >= 400, by endpoint and status.");
   for (const auto& [key, n] : requests_)
     if (key.second >= 400)
-      w.sample("baton_http_errors_total", static_cast<double>(n), {{"endpoint", key.first}, {"status", std::to_string(key.second)}});
+      w.sample("baton_http_errors_total", static_cast<double>(n),
+               {{"endpoint", key.first}, {"status", std::to_string(key.second)}});
   w.family("baton_streams_cancelled_total", "counter", "Streaming responses whose client went away before the end.");
   w.sample("baton_streams_cancelled_total", static_cast<double>(streams_cancelled_));
   w.family("baton_requests_disconnected_total", "counter",

@@ -36,15 +36,16 @@ json slot_json(HttpServer::Impl& s, int id, bool busy) {
   serving::CompletionRequest defaults;
   defaults.max_tokens = -1;
   const int64_t n_ctx = s.model.scheduler().n_ctx();
-  return json{{"id", id},
-              {"id_task", -1},
-              {"n_ctx", n_ctx},
-              {"speculative", s.model.scheduler().options().speculation.enabled()},  // --spec (ngram by default)
-              {"is_processing", busy},
-              {"params", native_generation_settings(defaults, false, 0, n_ctx, s.model.info().id)},
-              {"prompt", ""},
-              {"next_token",
-               {{"has_next_token", busy}, {"has_new_line", false}, {"n_remain", -1}, {"n_decoded", 0}, {"stopping_word", ""}}}};
+  return json{
+      {"id", id},
+      {"id_task", -1},
+      {"n_ctx", n_ctx},
+      {"speculative", s.model.scheduler().options().speculation.enabled()},  // --spec (ngram by default)
+      {"is_processing", busy},
+      {"params", native_generation_settings(defaults, false, 0, n_ctx, s.model.info().id)},
+      {"prompt", ""},
+      {"next_token",
+       {{"has_next_token", busy}, {"has_new_line", false}, {"n_remain", -1}, {"n_decoded", 0}, {"stopping_word", ""}}}};
 }
 
 void handle_props(HttpServer::Impl& s, httplib::Response& res) {
@@ -62,7 +63,8 @@ void handle_props(HttpServer::Impl& s, httplib::Response& res) {
 
 void handle_slots(HttpServer::Impl& s, const httplib::Request& req, httplib::Response& res) {
   if (!s.options.slots_endpoint)
-    throw ApiError(501, "not_supported_error", "This server does not support slots endpoint (started with --no-slots).");
+    throw ApiError(501, "not_supported_error",
+                   "This server does not support slots endpoint (started with --no-slots).");
   const int slots = s.model.scheduler().options().slots;
   const int active = s.model.scheduler().stats().active;
   if (req.get_param_value("fail_on_no_slot") == "1" && active >= slots)
@@ -83,15 +85,15 @@ void install_model_routes(HttpServer::Impl& server) {
   });
   server.server.Get("/v1/models", list);
   server.server.Get("/models", list);
-  server.server.Get(R"(/v1/models/(.+))", guarded_handler([s](const Request& req, Response& res) {
-                      const std::string id = req.matches[1];
-                      if (id != s->model.info().id)
-                        throw ApiError(404, "invalid_request_error",
-                                       fmt::format("The model '{}' does not exist (this server serves '{}')", id,
-                                                   s->model.info().id),
-                                       "model");
-                      send_json(res, model_entry(s->model.info()));
-                    }));
+  server.server.Get(
+      R"(/v1/models/(.+))", guarded_handler([s](const Request& req, Response& res) {
+        const std::string id = req.matches[1];
+        if (id != s->model.info().id)
+          throw ApiError(404, "invalid_request_error",
+                         fmt::format("The model '{}' does not exist (this server serves '{}')", id, s->model.info().id),
+                         "model");
+        send_json(res, model_entry(s->model.info()));
+      }));
   server.server.Get("/props", guarded_handler([s](const Request&, Response& res) { handle_props(*s, res); }));
   server.server.Post("/props", guarded_handler([](const Request&, Response&) {
                        throw ApiError(501, "not_supported_error",

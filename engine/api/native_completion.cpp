@@ -29,14 +29,14 @@ json timings_of(const serving::CompletionSummary& s) {
   // The first generated token comes with the prompt pass; the others are timed between tokens.
   const size_t decoded = s.completion_tokens > 0 ? s.completion_tokens - 1 : 0;
   json t{{"cache_n", s.cached_tokens},
-              {"prompt_n", s.prompt_tokens},
-              {"prompt_ms", prompt_ms},
-              {"prompt_per_token_ms", per(prompt_ms, s.prompt_tokens)},
-              {"prompt_per_second", rate(prompt_ms, s.prompt_tokens)},
-              {"predicted_n", s.completion_tokens},
-              {"predicted_ms", predicted_ms},
-              {"predicted_per_token_ms", per(predicted_ms, decoded)},
-              {"predicted_per_second", rate(predicted_ms, decoded)}};
+         {"prompt_n", s.prompt_tokens},
+         {"prompt_ms", prompt_ms},
+         {"prompt_per_token_ms", per(prompt_ms, s.prompt_tokens)},
+         {"prompt_per_second", rate(prompt_ms, s.prompt_tokens)},
+         {"predicted_n", s.completion_tokens},
+         {"predicted_ms", predicted_ms},
+         {"predicted_per_token_ms", per(predicted_ms, decoded)},
+         {"predicted_per_second", rate(predicted_ms, decoded)}};
   // llama-server reports these when it speculates.
   if (s.speculation.drafted > 0) {
     t["draft_n"] = s.speculation.drafted;
@@ -64,8 +64,8 @@ struct NativeContext {
                 {"model", server->model.info().id},
                 {"tokens_predicted", s.completion_tokens},
                 {"tokens_evaluated", s.prompt_tokens},
-                {"generation_settings", native_generation_settings(e, request.generation.stream, request.n_probs,
-                                                                   n_ctx, server->model.info().id)},
+                {"generation_settings", native_generation_settings(e, request.generation.stream, request.n_probs, n_ctx,
+                                                                   server->model.info().id)},
                 {"prompt", tok.decode(prompt, /*special=*/true)},
                 {"has_new_line", content.find('\n') != std::string::npos},
                 {"truncated", end.truncated},
@@ -82,8 +82,13 @@ class NativeStream : public StreamFormat {
   std::string token(const serving::TokenEvent& ev) override {
     content_ += ev.text;
     tokens_.push_back(ev.token);
-    json j = {{"index", 0}, {"content", ev.text}, {"tokens", json::array({ev.token})}, {"stop", false},
-              {"id_slot", -1}, {"tokens_predicted", tokens_.size()}, {"tokens_evaluated", ctx_.prompt.size()}};
+    json j = {{"index", 0},
+              {"content", ev.text},
+              {"tokens", json::array({ev.token})},
+              {"stop", false},
+              {"id_slot", -1},
+              {"tokens_predicted", tokens_.size()},
+              {"tokens_evaluated", ctx_.prompt.size()}};
     if (ctx_.request.n_probs > 0)
       j["completion_probabilities"] = json::array({native_probabilities(ev, ctx_.server->model.tokenizer())});
     return sse_event(j);
@@ -178,7 +183,10 @@ json native_generation_settings(const serving::CompletionRequest& r, bool stream
 json native_probabilities(const serving::TokenEvent& ev, const tokenizer::Tokenizer& tok) {
   auto entry = [&](int32_t id, float logprob) {
     const std::string piece = tok.token_to_piece(id, true);
-    return json{{"id", id}, {"token", tokenizer::utf8_sanitize(piece)}, {"logprob", logprob}, {"bytes", piece_bytes_json(piece)}};
+    return json{{"id", id},
+                {"token", tokenizer::utf8_sanitize(piece)},
+                {"logprob", logprob},
+                {"bytes", piece_bytes_json(piece)}};
   };
   json top = json::array();
   for (const auto& t : ev.top) top.push_back(entry(t.id, t.logprob));
@@ -189,8 +197,9 @@ json native_probabilities(const serving::TokenEvent& ev, const tokenizer::Tokeni
 
 void install_native_completion_routes(HttpServer::Impl& server) {
   HttpServer::Impl* s = &server;
-  server.server.Post("/completion",
-                     guarded_handler([s](const httplib::Request& q, httplib::Response& r) { handle_completion(*s, q, r); }));
+  server.server.Post("/completion", guarded_handler([s](const httplib::Request& q, httplib::Response& r) {
+                       handle_completion(*s, q, r);
+                     }));
 }
 
 }  // namespace baton::api

@@ -24,7 +24,7 @@ struct NativeCompletionRequest {
   GenerationRequest generation;  // endpoint kCompletions
   bool return_tokens = false;
   size_t n_probs = 0;
-  int32_t n_predict = -1;        // as resolved (-1: no limit)
+  int32_t n_predict = -1;  // as resolved (-1: no limit)
 };
 
 NativeCompletionRequest parse_native_completion(std::string_view body, uint32_t seed_if_absent);

@@ -14,9 +14,8 @@ struct Neutral {
   const char* name;
   double value;
 };
-constexpr Neutral kNeutral[] = {{"mirostat", 0},       {"typical_p", 1},       {"dynatemp_range", 0},
-                                {"dry_multiplier", 0}, {"xtc_probability", 0}, {"n_indent", 0},
-                                {"t_max_predict_ms", 0}};
+constexpr Neutral kNeutral[] = {{"mirostat", 0},        {"typical_p", 1}, {"dynatemp_range", 0},  {"dry_multiplier", 0},
+                                {"xtc_probability", 0}, {"n_indent", 0},  {"t_max_predict_ms", 0}};
 
 void refuse_unsupported_samplers(const json& j) {
   for (const auto& n : kNeutral) {
@@ -27,7 +26,8 @@ void refuse_unsupported_samplers(const json& j) {
   if (const json* v = json_field(j, "top_n_sigma"); v && !(v->is_number() && v->get<double>() <= 0))
     throw bad_request("top_n_sigma", "'top_n_sigma' is not supported (only -1, which turns it off)");
   if (const json* v = json_field(j, "post_sampling_probs"); v && *v == true)
-    throw bad_request("post_sampling_probs", "'post_sampling_probs' is not supported: probabilities are the raw distribution's");
+    throw bad_request("post_sampling_probs",
+                      "'post_sampling_probs' is not supported: probabilities are the raw distribution's");
   if (const json* v = json_field(j, "n_cmpl"); v && *v != 1)
     throw bad_request("n_cmpl", "'n_cmpl' must be 1 (one completion per request)");
   for (const char* name : {"lora", "response_fields", "multimodal_data"})
@@ -45,8 +45,8 @@ NativeCompletionRequest parse_native_completion(std::string_view body, uint32_t 
   NativeCompletionRequest r;
   // llama-server's conventions, mapped onto the /v1/completions parser's fields.
   if (!json_field(j, "n_predict") && !json_field(j, "max_tokens")) j["n_predict"] = -1;
-  if (const json* seed = json_field(j, "seed"); seed && seed->is_number_integer() &&
-                                           (seed->get<int64_t>() == -1 || seed->get<int64_t>() == 0xFFFFFFFFll))
+  if (const json* seed = json_field(j, "seed");
+      seed && seed->is_number_integer() && (seed->get<int64_t>() == -1 || seed->get<int64_t>() == 0xFFFFFFFFll))
     j.erase("seed");  // llama.cpp's "random seed"
   if (const json* k = json_field(j, "top_k"); k && k->is_number_integer() && k->get<int64_t>() < 0) j["top_k"] = 0;
   if (const json* t = json_field(j, "temperature"); t && t->is_number() && t->get<double>() < 0) j["temperature"] = 0;

@@ -59,7 +59,8 @@ std::vector<int32_t> token_array(const json& arr, const std::string& name) {
     const json& t = arr[i];
     std::string at = fmt::format("{}[{}]", name, i);
     if (!t.is_number_integer()) json_wrong_type(at, "a token id (integer)", t);
-    if (t.is_number_unsigned() ? t.get<uint64_t>() > 0x7fffffffu : (t.get<int64_t>() < 0 || t.get<int64_t>() > 0x7fffffff))
+    if (t.is_number_unsigned() ? t.get<uint64_t>() > 0x7fffffffu
+                               : (t.get<int64_t>() < 0 || t.get<int64_t>() > 0x7fffffff))
       throw bad_request(at, fmt::format("'{}' is not a token id: {}", at, t.dump()));
     ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
   }
@@ -108,7 +109,8 @@ std::string message_content(const json& content, const std::string& at) {
     if (type == part.end() || !type->is_string() || type->get<std::string>() != "text")
       throw bad_request(pat + ".type", fmt::format("'{}.type' must be \"text\" (only text content is supported)", pat));
     auto t = part.find("text");
-    if (t == part.end() || !t->is_string()) throw bad_request(pat + ".text", fmt::format("'{}.text' must be a string", pat));
+    if (t == part.end() || !t->is_string())
+      throw bad_request(pat + ".text", fmt::format("'{}.text' must be a string", pat));
     text += t->get<std::string>();
   }
   return text;
@@ -172,7 +174,8 @@ std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& obj) {
     if (b.is_boolean() && !b.get<bool>()) return -std::numeric_limits<float>::infinity();
     if (!b.is_number()) json_wrong_type(at, "a number in [-100, 100] or false (ban)", b);
     const double x = b.get<double>();
-    if (!(x >= -100 && x <= 100)) throw bad_request(at, fmt::format("'{}' must be between -100 and 100, got {}", at, x));
+    if (!(x >= -100 && x <= 100))
+      throw bad_request(at, fmt::format("'{}' must be between -100 and 100, got {}", at, x));
     return static_cast<float>(x);
   };
   auto id_of = [](const json& id, const std::string& at) -> int32_t {
@@ -217,8 +220,7 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
   r.model = get_string(j, "model").value_or("");
   if (endpoint == Endpoint::kCompletions) {
     r.prompt = parse_prompt(j);
-    if (auto echo = get_bool(j, "echo"); echo && *echo)
-      throw bad_request("echo", "'echo' is not supported");
+    if (auto echo = get_bool(j, "echo"); echo && *echo) throw bad_request("echo", "'echo' is not supported");
     if (auto suffix = get_string(j, "suffix"); suffix && !suffix->empty())
       throw bad_request("suffix", "'suffix' is not supported");
   } else {
@@ -244,7 +246,8 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
   std::optional<int64_t> max_tokens;
   if (endpoint == Endpoint::kChat) max_tokens = get_int(j, "max_completion_tokens", -1, kMaxInt);
   if (!max_tokens) max_tokens = get_int(j, "max_tokens", -1, kMaxInt);
-  if (max_tokens && *max_tokens == 0) throw bad_request("max_tokens", "'max_tokens' must be at least 1 (or -1: no limit)");
+  if (max_tokens && *max_tokens == 0)
+    throw bad_request("max_tokens", "'max_tokens' must be at least 1 (or -1: no limit)");
   // llama-server's n_predict wins over max_tokens; 0 generates nothing.
   if (auto n_predict = get_int(j, "n_predict", -1, kMaxInt)) max_tokens = n_predict;
   // OpenAI's defaults: 16 for legacy completions, up to the context for chat.
@@ -264,8 +267,7 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
   // OpenAI's seed is any integer; the sampler takes 32 bits of it.
   if (auto v = get_int(j, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
     s.seed = static_cast<uint32_t>(static_cast<uint64_t>(*v));
-  else
-    s.seed = seed_if_absent;
+  else s.seed = seed_if_absent;
   e.stop = parse_stop(j);
   s.logit_bias = parse_logit_bias(j);
   e.ignore_eos = get_bool(j, "ignore_eos").value_or(false);
@@ -292,8 +294,7 @@ GenerationRequest parse_generation_request(std::string_view body, Endpoint endpo
   } else {
     r.logprobs = get_bool(j, "logprobs").value_or(false);
     auto n = get_int(j, "top_logprobs", 0, 20);
-    if (n && *n > 0 && !r.logprobs)
-      throw bad_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    if (n && *n > 0 && !r.logprobs) throw bad_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
     r.top_logprobs = static_cast<size_t>(n.value_or(0));
   }
   e.logprobs = r.logprobs;

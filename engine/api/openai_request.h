@@ -33,9 +33,9 @@ struct GenerationRequest {
   PromptInput prompt;                 // completions
   std::vector<ChatMessage> messages;  // chat
   bool stream = false;
-  bool include_usage = false;         // stream_options.include_usage
-  bool logprobs = false;              // report per-token log-probabilities
-  size_t top_logprobs = 0;            // completions: logprobs = N; chat: top_logprobs = N
+  bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;       // report per-token log-probabilities
+  size_t top_logprobs = 0;     // completions: logprobs = N; chat: top_logprobs = N
   // Constrained output (structured_request.h): GBNF from response_format, grammar or
   // json_schema ("" = free text); chat's tools and tool_choice.
   std::string grammar;

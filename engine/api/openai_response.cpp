@@ -47,8 +47,8 @@ ResponseBuilder::ResponseBuilder(const GenerationRequest& request, const tokeniz
       tokenizer_(tokenizer),
       model_id_(std::move(model_id)),
       id_(random_id(request.endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-")),
-      created_(std::chrono::duration_cast<std::chrono::seconds>(
-                   std::chrono::system_clock::now().time_since_epoch()).count()) {}
+      created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                   .count()) {}
 
 json ResponseBuilder::base(const char* object) const {
   return json{{"id", id_}, {"object", object}, {"created", created_}, {"model", model_id_}};
@@ -84,7 +84,8 @@ json ResponseBuilder::chat_logprobs(const std::vector<serving::TokenEvent>& even
       std::string p = tokenizer_.token_to_piece(tl.id);
       top.push_back(json{{"token", p}, {"logprob", tl.logprob}, {"bytes", byte_array(p)}});
     }
-    content.push_back(json{{"token", piece}, {"logprob", ev.logprob}, {"bytes", byte_array(piece)}, {"top_logprobs", top}});
+    content.push_back(
+        json{{"token", piece}, {"logprob", ev.logprob}, {"bytes", byte_array(piece)}, {"top_logprobs", top}});
   }
   return json{{"content", content}};
 }
@@ -98,20 +99,24 @@ json ResponseBuilder::token_chunk(const serving::TokenEvent& event) const {
   std::vector<serving::TokenEvent> one{event};
   if (endpoint_ == Endpoint::kChat) {
     json j = base("chat.completion.chunk");
-    j["choices"] = json::array({json{{"index", 0}, {"delta", {{"content", event.text}}},
-                                     {"logprobs", logprobs_of(one, 0)}, {"finish_reason", nullptr}}});
+    j["choices"] = json::array({json{{"index", 0},
+                                     {"delta", {{"content", event.text}}},
+                                     {"logprobs", logprobs_of(one, 0)},
+                                     {"finish_reason", nullptr}}});
     return j;
   }
   json j = base("text_completion");
-  j["choices"] = json::array({json{{"index", 0}, {"text", event.text},
-                                   {"logprobs", logprobs_of(one, 0)}, {"finish_reason", nullptr}}});
+  j["choices"] = json::array(
+      {json{{"index", 0}, {"text", event.text}, {"logprobs", logprobs_of(one, 0)}, {"finish_reason", nullptr}}});
   return j;
 }
 
 json ResponseBuilder::role_chunk() const {
   json j = base("chat.completion.chunk");
-  j["choices"] = json::array({json{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                   {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+  j["choices"] = json::array({json{{"index", 0},
+                                   {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                   {"logprobs", nullptr},
+                                   {"finish_reason", nullptr}}});
   return j;
 }
 
@@ -119,8 +124,8 @@ json ResponseBuilder::final_chunk(const serving::CompletionSummary& summary) con
   std::string reason = openai_finish_reason(summary.finish_reason);
   if (endpoint_ == Endpoint::kChat) {
     json j = base("chat.completion.chunk");
-    j["choices"] = json::array({json{{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr},
-                                     {"finish_reason", reason}}});
+    j["choices"] =
+        json::array({json{{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", reason}}});
     return j;
   }
   json j = base("text_completion");
@@ -145,12 +150,14 @@ json ResponseBuilder::body(const serving::CompletionSummary& summary) const {
   json j;
   if (endpoint_ == Endpoint::kChat) {
     j = base("chat.completion");
-    j["choices"] = json::array({json{{"index", 0}, {"message", {{"role", "assistant"}, {"content", text_}}},
-                                     {"logprobs", logprobs_of(events_, 0)}, {"finish_reason", reason}}});
+    j["choices"] = json::array({json{{"index", 0},
+                                     {"message", {{"role", "assistant"}, {"content", text_}}},
+                                     {"logprobs", logprobs_of(events_, 0)},
+                                     {"finish_reason", reason}}});
   } else {
     j = base("text_completion");
-    j["choices"] = json::array({json{{"index", 0}, {"text", text_}, {"logprobs", logprobs_of(events_, 0)},
-                                     {"finish_reason", reason}}});
+    j["choices"] = json::array(
+        {json{{"index", 0}, {"text", text_}, {"logprobs", logprobs_of(events_, 0)}, {"finish_reason", reason}}});
   }
   j["usage"] = usage(summary);
   return j;

@@ -63,8 +63,8 @@ class ResponseBuilder {
   std::string model_id_;
   std::string id_;
   int64_t created_;
-  std::string text_;                          // non-streaming: the whole completion
-  std::vector<serving::TokenEvent> events_;   // non-streaming, when logprobs are asked
+  std::string text_;                         // non-streaming: the whole completion
+  std::vector<serving::TokenEvent> events_;  // non-streaming, when logprobs are asked
 };
 
 }  // namespace baton::api

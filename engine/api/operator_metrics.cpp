@@ -25,7 +25,8 @@ void write_process_metrics(MetricsWriter& w) {
     w.sample(name, v);
   };
   one("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.", p.cpu_seconds);
-  one("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", static_cast<double>(p.resident_bytes));
+  one("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+      static_cast<double>(p.resident_bytes));
   one("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", static_cast<double>(p.virtual_bytes));
   one("process_open_fds", "gauge", "Number of open file descriptors.", static_cast<double>(p.open_fds));
   one("process_max_fds", "gauge", "Maximum number of open file descriptors.", static_cast<double>(p.max_fds));

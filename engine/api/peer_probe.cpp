@@ -41,8 +41,7 @@ bool matches(int fd, const std::string& local_addr, int local_port, const std::s
 
 }  // namespace
 
-PeerProbe::PeerProbe(const std::string& local_addr, int local_port, const std::string& remote_addr,
-                     int remote_port) {
+PeerProbe::PeerProbe(const std::string& local_addr, int local_port, const std::string& remote_addr, int remote_port) {
   if (local_port <= 0 || remote_port <= 0) return;
   DIR* dir = opendir("/proc/self/fd");
   if (!dir) return;

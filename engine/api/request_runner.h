@@ -29,8 +29,7 @@ struct TokenClock {
     const auto now = std::chrono::steady_clock::now();
     if (last == std::chrono::steady_clock::time_point{})
       m.observe_time_to_first_token(std::chrono::duration<double>(now - arrival).count());
-    else
-      m.observe_inter_token(std::chrono::duration<double>(now - last).count());
+    else m.observe_inter_token(std::chrono::duration<double>(now - last).count());
     last = now;
   }
 };

@@ -22,7 +22,9 @@ ParsedToolOutput responses_reply(const std::string& text, const GenerationReques
 class ResponsesStream : public StreamFormat {
  public:
   ResponsesStream(ResponsesBuilder builder, std::shared_ptr<const GenerationRequest> request, ChatTemplate tmpl)
-      : builder_(std::move(builder)), request_(std::move(request)), template_(std::move(tmpl)),
+      : builder_(std::move(builder)),
+        request_(std::move(request)),
+        template_(std::move(tmpl)),
         hold_(uses_tools(*request_)) {}
   std::string start() override {
     std::string out = builder_.opening();  // first: the events are numbered in order
@@ -68,7 +70,8 @@ void handle_responses(HttpServer::Impl& server, const httplib::Request& req, htt
   ResponsesBuilder builder(std::move(r.echo), server.model.info().id);
   if (r.generation.stream) {
     auto request = std::make_shared<const GenerationRequest>(std::move(r.generation));
-    stream_request(server, res, std::move(handle), std::make_shared<ResponsesStream>(std::move(builder), request, *tmpl));
+    stream_request(server, res, std::move(handle),
+                   std::make_shared<ResponsesStream>(std::move(builder), request, *tmpl));
     return;
   }
   FinishedRequest done = collect_request(server, req, handle);

@@ -25,8 +25,9 @@ std::string content_text(const json& content, const std::string& at) {
     const json* type = json_field(part, "type");
     const std::string t = type && type->is_string() ? type->get<std::string>() : "";
     if (t != "input_text" && t != "output_text" && t != "text")
-      throw bad_request(pat + ".type", fmt::format("'{}.type' must be \"input_text\" (only text input is supported), got {}",
-                                                   pat, type ? type->dump() : "nothing"));
+      throw bad_request(pat + ".type",
+                        fmt::format("'{}.type' must be \"input_text\" (only text input is supported), got {}", pat,
+                                    type ? type->dump() : "nothing"));
     const json* value = json_field(part, "text");
     if (!value || !value->is_string()) throw bad_request(pat + ".text", fmt::format("'{}.text' must be a string", pat));
     text += value->get<std::string>();
@@ -37,13 +38,15 @@ std::string content_text(const json& content, const std::string& at) {
 // A function_call item -> a call of an assistant's tool_calls (chat's shape).
 json call_of_responses_item(const json& item, const std::string& at) {
   const json* call_id = json_field(item, "call_id");
-  if (!call_id || !call_id->is_string()) throw bad_request(at + ".call_id", fmt::format("'{}.call_id' must be a string", at));
+  if (!call_id || !call_id->is_string())
+    throw bad_request(at + ".call_id", fmt::format("'{}.call_id' must be a string", at));
   const json* name = json_field(item, "name");
   if (!name || !name->is_string()) throw bad_request(at + ".name", fmt::format("'{}.name' must be a string", at));
   const json* args = json_field(item, "arguments");
   if (args && !args->is_string())
     throw bad_request(at + ".arguments", fmt::format("'{}.arguments' must be a string (JSON text)", at));
-  return json{{"id", *call_id}, {"type", "function"},
+  return json{{"id", *call_id},
+              {"type", "function"},
               {"function", {{"name", *name}, {"arguments", args ? *args : json("{}")}}}};
 }
 
@@ -70,7 +73,8 @@ json input_messages(const json& input) {
         if (!last.contains("tool_calls")) last["tool_calls"] = json::array();
         last["tool_calls"].push_back(std::move(call));
       } else {
-        messages.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({std::move(call)})}});
+        messages.push_back(
+            {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({std::move(call)})}});
       }
       continue;
     }
@@ -157,7 +161,8 @@ ojson responses_chat_format(const ojson& text) {
                                                       "\"json_schema\", got {}",
                                                       type != format->end() ? type->dump() : "nothing"));
   const auto schema = format->find("schema");
-  if (schema == format->end() || schema->is_null()) throw bad_request("text.format.schema", "'text.format.schema' is required");
+  if (schema == format->end() || schema->is_null())
+    throw bad_request("text.format.schema", "'text.format.schema' is required");
   ojson js = {{"name", format->value("name", std::string("response"))}, {"schema", *schema}};
   if (auto strict = format->find("strict"); strict != format->end() && !strict->is_null()) js["strict"] = *strict;
   return ojson{{"type", "json_schema"}, {"json_schema", std::move(js)}};
@@ -178,10 +183,12 @@ void refuse_unsupported_response_fields(const json& j) {
                       "'previous_response_id' is not supported: this server stores no responses; send the whole "
                       "conversation in 'input'");
   if (json_field(j, "conversation"))
-    throw bad_request("conversation", "'conversation' is not supported: this server stores no conversations; send "
-                                      "the whole conversation in 'input'");
+    throw bad_request("conversation",
+                      "'conversation' is not supported: this server stores no conversations; send "
+                      "the whole conversation in 'input'");
   if (const json* store = json_field(j, "store"); store && *store == true)
-    throw bad_request("store", "'store': true is not supported: this server stores no responses (omit it or send false)");
+    throw bad_request("store",
+                      "'store': true is not supported: this server stores no responses (omit it or send false)");
   if (const json* bg = json_field(j, "background"); bg && *bg == true)
     throw bad_request("background", "'background': true is not supported (responses are answered while you wait)");
   if (const json* n = json_field(j, "top_logprobs"); n && !(n->is_number_integer() && n->get<int64_t>() == 0))
@@ -204,16 +211,17 @@ ResponsesRequest parse_responses_request(std::string_view body, uint32_t seed_if
   const json* max_output = json_field(j, "max_output_tokens");
   if (max_output && !(max_output->is_number_integer() && max_output->get<int64_t>() >= 1 &&
                       max_output->get<int64_t>() <= std::numeric_limits<int32_t>::max()))
-    throw bad_request("max_output_tokens", fmt::format("'max_output_tokens' must be an integer >= 1, got {}", max_output->dump()));
+    throw bad_request("max_output_tokens",
+                      fmt::format("'max_output_tokens' must be an integer >= 1, got {}", max_output->dump()));
 
   // The chat completion: the sampling fields Responses shares with chat (and llama.cpp's
   // extras) are passed as they are, so the chat parser checks them; tools, tool_choice and
   // text.format in chat's shapes, with the schemas' key order kept.
   const ojson o = ojson::parse(body.begin(), body.end());
   ojson chat = {{"messages", ojson::parse(messages.dump())}};
-  for (const char* name : {"model", "stream", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
-                           "presence_penalty", "frequency_penalty", "repeat_penalty", "logit_bias", "ignore_eos",
-                           "parallel_tool_calls"})
+  for (const char* name :
+       {"model", "stream", "temperature", "top_p", "top_k", "min_p", "seed", "stop", "presence_penalty",
+        "frequency_penalty", "repeat_penalty", "logit_bias", "ignore_eos", "parallel_tool_calls"})
     if (const json* v = json_field(j, name)) chat[name] = ojson::parse(v->dump());
   if (max_output) chat["max_completion_tokens"] = max_output->get<int64_t>();
   if (json_field(j, "tools")) chat["tools"] = responses_chat_tools(o["tools"]);
@@ -236,7 +244,8 @@ ResponsesRequest parse_responses_request(std::string_view body, uint32_t seed_if
   // As sent, else the value used (llama.cpp's defaults, not OpenAI's 1.0).
   e["temperature"] = json_field(j, "temperature") ? j["temperature"] : json(s.temperature);
   e["top_p"] = json_field(j, "top_p") ? j["top_p"] : json(s.top_p);
-  e["text"] = json_field(j, "text") && json_field(j["text"], "format") ? j["text"] : json{{"format", {{"type", "text"}}}};
+  e["text"] =
+      json_field(j, "text") && json_field(j["text"], "format") ? j["text"] : json{{"format", {{"type", "text"}}}};
   e["tool_choice"] = json_field(j, "tool_choice") ? j["tool_choice"] : json("auto");
   e["tools"] = json_field(j, "tools") ? j["tools"] : json::array();
   e["parallel_tool_calls"] = json_field(j, "parallel_tool_calls") ? j["parallel_tool_calls"] : json(true);

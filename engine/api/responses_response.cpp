@@ -36,8 +36,8 @@ ResponsesBuilder::ResponsesBuilder(json echo, std::string model_id)
       model_id_(std::move(model_id)),
       id_(response_random_id("resp_")),
       message_id_(response_random_id("msg_")),
-      created_at_(std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch()).count()) {}
+      created_at_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                      .count()) {}
 
 json ResponsesBuilder::response(const std::string& status, const json& output) const {
   json r = {{"id", id_},
@@ -66,13 +66,17 @@ json ResponsesBuilder::part(const std::string& text) const {
 json ResponsesBuilder::message(const std::string& status, const std::string& text) const {
   json content = json::array();
   if (status != "in_progress") content.push_back(part(text));
-  return json{{"type", "message"}, {"id", message_id_}, {"status", status}, {"role", "assistant"}, {"content", content}};
+  return json{
+      {"type", "message"}, {"id", message_id_}, {"status", status}, {"role", "assistant"}, {"content", content}};
 }
 
 json ResponsesBuilder::function_call(const ChatToolCall& call, const std::string& item_id,
                                      const std::string& status) const {
-  return json{{"type", "function_call"}, {"id", item_id},         {"call_id", call.id},
-              {"name", call.name},       {"arguments", status == "in_progress" ? "" : call.arguments},
+  return json{{"type", "function_call"},
+              {"id", item_id},
+              {"call_id", call.id},
+              {"name", call.name},
+              {"arguments", status == "in_progress" ? "" : call.arguments},
               {"status", status}};
 }
 
@@ -101,20 +105,29 @@ std::string ResponsesBuilder::opening() {
 
 std::string ResponsesBuilder::open_message() {
   message_open_ = true;
-  std::string out = event({{"type", "response.output_item.added"}, {"output_index", 0}, {"item", message("in_progress", "")}});
-  out += event({{"type", "response.content_part.added"}, {"item_id", message_id_}, {"output_index", 0},
-                {"content_index", 0}, {"part", part("")}});
+  std::string out =
+      event({{"type", "response.output_item.added"}, {"output_index", 0}, {"item", message("in_progress", "")}});
+  out += event({{"type", "response.content_part.added"},
+                {"item_id", message_id_},
+                {"output_index", 0},
+                {"content_index", 0},
+                {"part", part("")}});
   return out;
 }
 
 std::string ResponsesBuilder::delta(const std::string& text) {
   if (text.empty()) return {};
   text_ += text;
-  return event({{"type", "response.output_text.delta"}, {"item_id", message_id_}, {"output_index", 0},
-                {"content_index", 0}, {"delta", text}, {"logprobs", json::array()}});
+  return event({{"type", "response.output_text.delta"},
+                {"item_id", message_id_},
+                {"output_index", 0},
+                {"content_index", 0},
+                {"delta", text},
+                {"logprobs", json::array()}});
 }
 
-std::string ResponsesBuilder::closing(const serving::CompletionSummary& summary, const std::vector<ChatToolCall>& calls) {
+std::string ResponsesBuilder::closing(const serving::CompletionSummary& summary,
+                                      const std::vector<ChatToolCall>& calls) {
   const std::string status = hit_limit(summary) ? "incomplete" : "completed";
   json items = json::array();
   std::string out;
@@ -122,22 +135,35 @@ std::string ResponsesBuilder::closing(const serving::CompletionSummary& summary,
   if (!message_open_ && calls.empty()) out += open_message();
   if (message_open_) {
     const json item = message(status, text_);
-    out += event({{"type", "response.output_text.done"}, {"item_id", message_id_}, {"output_index", 0},
-                  {"content_index", 0}, {"text", text_}, {"logprobs", json::array()}});
-    out += event({{"type", "response.content_part.done"}, {"item_id", message_id_}, {"output_index", 0},
-                  {"content_index", 0}, {"part", part(text_)}});
+    out += event({{"type", "response.output_text.done"},
+                  {"item_id", message_id_},
+                  {"output_index", 0},
+                  {"content_index", 0},
+                  {"text", text_},
+                  {"logprobs", json::array()}});
+    out += event({{"type", "response.content_part.done"},
+                  {"item_id", message_id_},
+                  {"output_index", 0},
+                  {"content_index", 0},
+                  {"part", part(text_)}});
     out += event({{"type", "response.output_item.done"}, {"output_index", 0}, {"item", item}});
     items.push_back(item);
   }
   for (const auto& c : calls) {
     const size_t index = items.size();
     const std::string item_id = response_random_id("fc_");
-    out += event({{"type", "response.output_item.added"}, {"output_index", index},
+    out += event({{"type", "response.output_item.added"},
+                  {"output_index", index},
                   {"item", function_call(c, item_id, "in_progress")}});
-    out += event({{"type", "response.function_call_arguments.delta"}, {"item_id", item_id}, {"output_index", index},
+    out += event({{"type", "response.function_call_arguments.delta"},
+                  {"item_id", item_id},
+                  {"output_index", index},
                   {"delta", c.arguments}});
-    out += event({{"type", "response.function_call_arguments.done"}, {"item_id", item_id}, {"output_index", index},
-                  {"name", c.name}, {"arguments", c.arguments}});
+    out += event({{"type", "response.function_call_arguments.done"},
+                  {"item_id", item_id},
+                  {"output_index", index},
+                  {"name", c.name},
+                  {"arguments", c.arguments}});
     const json item = function_call(c, item_id, "completed");
     out += event({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
     items.push_back(item);

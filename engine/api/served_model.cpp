@@ -168,19 +168,19 @@ class StaticRepairer {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
-  std::string refusal_;  // guarded by mutex_: what requests are refused with ("" = served)
+  std::string refusal_;                             // guarded by mutex_: what requests are refused with ("" = served)
   std::chrono::steady_clock::time_point last_log_;  // guarded by mutex_
   std::thread thread_;
 };
 
 struct ServedModel::Parts {
   std::unique_ptr<registry::DynamicCluster> dynamic;  // `nodes: auto`; owns its chains and the view
-  pipeline::ModelRunner runner;  // -m FILE (runner.local) or a fixed node list (runner.cluster)
+  pipeline::ModelRunner runner;                       // -m FILE (runner.local) or a fixed node list (runner.cluster)
   std::unique_ptr<GuardedLayers> guard;
   std::unique_ptr<LocalClusterView> local_view;
   std::unique_ptr<StaticClusterView> static_view;
-  std::unique_ptr<Replanner> replanner;  // stopped before the scheduler
-  std::unique_ptr<DraftModel> draft;     // --model-draft, in this process
+  std::unique_ptr<Replanner> replanner;      // stopped before the scheduler
+  std::unique_ptr<DraftModel> draft;         // --model-draft, in this process
   std::unique_ptr<StaticRepairer> repairer;  // likewise
 };
 
@@ -229,8 +229,7 @@ ModelInfo describe_model(const gguf::GgufFile& file, const ModelConfig& config, 
   struct stat st {};
   if (::stat(file.path().c_str(), &st) == 0) m.created = static_cast<int64_t>(st.st_mtime);
   m.size_bytes = file.total_file_bytes();
-  if (auto ft = file.metadata().find_uint("general.file_type"))
-    m.quantization = std::string(gguf::file_type_name(*ft));
+  if (auto ft = file.metadata().find_uint("general.file_type")) m.quantization = std::string(gguf::file_type_name(*ft));
   // Without (or with an unknown) file type: the type holding most of the bytes.
   std::map<GgmlType, uint64_t> bytes_by_type;
   for (const auto& t : file.tensors()) {
@@ -286,8 +285,8 @@ std::unique_ptr<ServedModel> ServedModel::open_local(const std::string& path, co
   node.memory_total_bytes = machine_memory_bytes();
   node.memory_used_bytes = model->file()->total_file_bytes();
   serving::Scheduler* sched = s->scheduler_.get();
-  s->parts_->local_view = std::make_unique<LocalClusterView>(node, model->config().n_layer,
-                                                             [sched] { return sched->stats(); });
+  s->parts_->local_view =
+      std::make_unique<LocalClusterView>(node, model->config().n_layer, [sched] { return sched->stats(); });
   s->view_ = s->parts_->local_view.get();
   return s;
 }

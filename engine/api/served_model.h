@@ -22,17 +22,17 @@ namespace baton::api {
 
 // What GET /v1/models says about the model.
 struct ModelInfo {
-  std::string id;            // --alias, default the file name without .gguf
-  std::string path;          // the GGUF file (the coordinator's copy in cluster mode)
-  int64_t created = 0;       // file modification time (unix seconds)
+  std::string id;       // --alias, default the file name without .gguf
+  std::string path;     // the GGUF file (the coordinator's copy in cluster mode)
+  int64_t created = 0;  // file modification time (unix seconds)
   std::string owned_by = "baton";
   uint64_t size_bytes = 0;   // GGUF file(s) on disk
   std::string quantization;  // "Q4_K_M", "F32", ... (general.file_type, else the dominant tensor type)
   int64_t n_ctx = 0;         // context served
   int64_t n_ctx_train = 0;
-  uint64_t n_params = 0;     // elements of every tensor
+  uint64_t n_params = 0;  // elements of every tensor
   int64_t n_layer = 0;
-  int64_t kv_dim = 0;        // K (and V) values per position and layer
+  int64_t kv_dim = 0;  // K (and V) values per position and layer
   int64_t n_vocab = 0;
   std::string arch;
 };
@@ -42,12 +42,12 @@ ModelInfo describe_model(const gguf::GgufFile& file, const ModelConfig& config, 
                          int64_t n_ctx);
 
 struct ServeOptions {
-  std::string alias;                    // model id; "" = file stem
-  std::string chat_template;            // by name; "" = the model's own
-  serving::SchedulerOptions scheduler;  // slots, queue limit, n_batch
-  std::string model_draft;              // --model-draft: drafts for scheduler.speculation's kDraft
-  int threads = 0;                      // <= 0: all cores
-  int64_t n_ctx = 0;                    // <= 0: the model's, capped at 4096
+  std::string alias;                                       // model id; "" = file stem
+  std::string chat_template;                               // by name; "" = the model's own
+  serving::SchedulerOptions scheduler;                     // slots, queue limit, n_batch
+  std::string model_draft;                                 // --model-draft: drafts for scheduler.speculation's kDraft
+  int threads = 0;                                         // <= 0: all cores
+  int64_t n_ctx = 0;                                       // <= 0: the model's, capped at 4096
   WeightPlacement placement = WeightPlacement::kResident;  // local mode (--mmap: kMapped)
   bool take_over = false;  // cluster mode: take workers another coordinator holds (--take-over)
   std::chrono::milliseconds request_timeout{30000};  // cluster mode: one forward pass (--request-timeout)
@@ -80,8 +80,8 @@ class ServedModel {
 
  private:
   ServedModel() = default;
-  void init_common(const gguf::GgufFile& file, const ModelConfig& config, const ServeOptions& options,
-                   int64_t n_ctx, const std::string& default_id);
+  void init_common(const gguf::GgufFile& file, const ModelConfig& config, const ServeOptions& options, int64_t n_ctx,
+                   const std::string& default_id);
   struct Parts;  // LocalModel or Cluster + GuardedLayers + views (defined in the .cpp)
 
   std::unique_ptr<Parts> parts_;

@@ -83,7 +83,8 @@ ToolChoice parse_tool_choice(const ojson& c, const std::vector<ToolDefinition>& 
   } else if (c.is_object()) {
     const ojson* f = ofield(c, "function");
     const ojson* name = f ? ofield(*f, "name") : nullptr;
-    if (!name || !name->is_string()) wrong("tool_choice", "must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    if (!name || !name->is_string())
+      wrong("tool_choice", "must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
     choice.mode = ToolChoice::Mode::kNamed;
     choice.name = name->get<std::string>();
     bool known = false;
@@ -125,7 +126,10 @@ void parse_structured_fields(const json& j, std::string_view body, Endpoint endp
       wrong("response_format.type", fmt::format("must be \"text\", \"json_object\" or \"json_schema\", got {}",
                                                 type ? type->dump() : "nothing"));
     }
-    if (!r.grammar.empty()) { ++constraints; source = "response_format"; }
+    if (!r.grammar.empty()) {
+      ++constraints;
+      source = "response_format";
+    }
   }
   if (const ojson* g = ofield(o, "grammar")) {
     if (!g->is_string()) wrong("grammar", "must be a string (GBNF)");
@@ -160,7 +164,8 @@ void parse_structured_fields(const json& j, std::string_view body, Endpoint endp
   if (const ojson* p = ofield(o, "parallel_tool_calls"); p && !p->is_boolean())
     wrong("parallel_tool_calls", "must be a boolean");
   if (!forced_tools(r).empty() && !r.grammar.empty())
-    throw bad_request("tool_choice", "a forced tool call cannot be combined with 'response_format', 'grammar' or 'json_schema'");
+    throw bad_request("tool_choice",
+                      "a forced tool call cannot be combined with 'response_format', 'grammar' or 'json_schema'");
 }
 
 std::vector<ChatToolCall> parse_message_tool_calls(const json& calls, const std::string& at) {
@@ -177,7 +182,8 @@ std::vector<ChatToolCall> parse_message_tool_calls(const json& calls, const std:
     ChatToolCall call;
     call.name = name->get<std::string>();
     if (const json* id = json_field(c, "id"); id && id->is_string()) call.id = id->get<std::string>();
-    if (const json* args = json_field(*f, "arguments")) call.arguments = args->is_string() ? args->get<std::string>() : args->dump();
+    if (const json* args = json_field(*f, "arguments"))
+      call.arguments = args->is_string() ? args->get<std::string>() : args->dump();
     out.push_back(std::move(call));
   }
   return out;

@@ -39,8 +39,14 @@ class AlignedBuffer {
 
   void* data() { return data_; }
   const void* data() const { return data_; }
-  template <class T> T* as() { return static_cast<T*>(data_); }
-  template <class T> const T* as() const { return static_cast<const T*>(data_); }
+  template <class T>
+  T* as() {
+    return static_cast<T*>(data_);
+  }
+  template <class T>
+  const T* as() const {
+    return static_cast<const T*>(data_);
+  }
   size_t size() const { return size_; }
 
  private:

@@ -66,8 +66,9 @@ class JsonLogFormatter final : public spdlog::formatter {
     const std::time_t t = seconds.count();
     std::tm tm{};
     gmtime_r(&t, &tm);
-    fmt::format_to(std::back_inserter(dest), "{{\"time\":\"{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z\",\"level\":",
-                   tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+    fmt::format_to(std::back_inserter(dest),
+                   "{{\"time\":\"{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z\",\"level\":", tm.tm_year + 1900,
+                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
     const auto level = spdlog::level::to_string_view(msg.level);
     append_log_json_string(dest, std::string_view(level.data(), level.size()));
     append_log_text(dest, std::string_view(",\"tool\":"));
@@ -135,10 +136,8 @@ void configure_logging(const std::string& tool, const LogSettings& settings, spd
     }
   }
   auto logger = std::make_shared<spdlog::logger>(tool, sinks.begin(), sinks.end());
-  if (settings.format == "json")
-    logger->set_formatter(make_json_log_formatter(tool, settings.node));
-  else
-    logger->set_formatter(make_text_log_formatter(tool, settings.node));
+  if (settings.format == "json") logger->set_formatter(make_json_log_formatter(tool, settings.node));
+  else logger->set_formatter(make_text_log_formatter(tool, settings.node));
   // Every line reaches the file at once: an operator tails it, a crash loses nothing.
   logger->flush_on(spdlog::level::trace);
   logger->set_level(default_level);

@@ -16,10 +16,10 @@
 namespace baton {
 
 struct LogSettings {
-  std::string level{};          // trace, debug, info, warn, error, critical, off ("" = not given)
-  std::string format{"text"};   // text | json
-  std::string file{};           // also append the lines here ("" = stderr only)
-  std::string node{};           // node id shown in every line ("" = the tool name alone)
+  std::string level{};         // trace, debug, info, warn, error, critical, off ("" = not given)
+  std::string format{"text"};  // text | json
+  std::string file{};          // also append the lines here ("" = stderr only)
+  std::string node{};          // node id shown in every line ("" = the tool name alone)
 };
 
 // The level of a name (as --log-level takes it; "warning" too); throws baton::Error listing

@@ -40,8 +40,8 @@ struct Wrap {
 std::string format_wrapped(const Wrap& w, Messages messages, bool add_gen) {
   std::string out;
   for (const ChatMessage& m : messages) {
-    put(out, w.before_role, m.role, w.after_role,
-        w.trim_content ? trim(m.content) : std::string_view(m.content), w.after_content);
+    put(out, w.before_role, m.role, w.after_role, w.trim_content ? trim(m.content) : std::string_view(m.content),
+        w.after_content);
   }
   if (add_gen) put(out, w.generation_prompt);
   return out;
@@ -170,8 +170,7 @@ std::string format_openchat(Messages messages, bool add_gen) {
     if (m.role == "system") {
       put(out, m.content, "<|end_of_turn|>");
     } else {
-      put(out, "GPT4 Correct ", m.role == "user" ? "User" : "Assistant", ": ", m.content,
-          "<|end_of_turn|>");
+      put(out, "GPT4 Correct ", m.role == "user" ? "User" : "Assistant", ": ", m.content, "<|end_of_turn|>");
     }
   }
   if (add_gen) put(out, "GPT4 Correct Assistant:");
@@ -222,25 +221,27 @@ std::string format_per_role(const PerRole& r, Messages messages, bool add_gen) {
   return out;
 }
 
-const PerRole kDeepseek = {"", "", "### Instruction:\n", "\n", "### Response:\n", "\n<|EOT|>\n",
-                           false, "### Response:\n"};
-const PerRole kDeepseek2 = {"", "\n\n", "User: ", "\n\n", "Assistant: ", "<｜end▁of▁sentence｜>",
-                            false, "Assistant:"};
-const PerRole kDeepseek3 = {"", "\n\n", "<｜User｜>", "", "<｜Assistant｜>",
-                            "<｜end▁of▁sentence｜>", false, "<｜Assistant｜>"};
-const PerRole kCommandR = {"<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>", "<|END_OF_TURN_TOKEN|>",
-                           "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>", "<|END_OF_TURN_TOKEN|>",
-                           "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>", "<|END_OF_TURN_TOKEN|>",
-                           true, "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"};
-const PerRole kExaone3 = {"[|system|]", "[|endofturn|]\n", "[|user|]", "\n",
-                          "[|assistant|]", "[|endofturn|]\n", true, "[|assistant|]"};
+const PerRole kDeepseek = {
+    "", "", "### Instruction:\n", "\n", "### Response:\n", "\n<|EOT|>\n", false, "### Response:\n"};
+const PerRole kDeepseek2 = {"", "\n\n", "User: ", "\n\n", "Assistant: ", "<｜end▁of▁sentence｜>", false, "Assistant:"};
+const PerRole kDeepseek3 = {"",    "\n\n",           "<｜User｜>", "", "<｜Assistant｜>", "<｜end▁of▁sentence｜>",
+                            false, "<｜Assistant｜>"};
+const PerRole kCommandR = {"<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>",
+                           "<|END_OF_TURN_TOKEN|>",
+                           "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>",
+                           "<|END_OF_TURN_TOKEN|>",
+                           "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",
+                           "<|END_OF_TURN_TOKEN|>",
+                           true,
+                           "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"};
+const PerRole kExaone3 = {"[|system|]",    "[|endofturn|]\n", "[|user|]", "\n",
+                          "[|assistant|]", "[|endofturn|]\n", true,       "[|assistant|]"};
 // MiniCPM has no generation prompt: the user turn already ends with <AI>.
 const PerRole kMinicpm = {"", "", "<用户>", "<AI>", "", "", true, ""};
 
 const Wrap kChatml = {"<|im_start|>", "\n", "<|im_end|>\n", false, "<|im_start|>assistant\n"};
 const Wrap kPhi3 = {"<|", "|>\n", "<|end|>\n", false, "<|assistant|>\n"};
-const Wrap kPhi4 = {"<|im_start|>", "<|im_sep|>", "<|im_end|>", false,
-                    "<|im_start|>assistant<|im_sep|>"};
+const Wrap kPhi4 = {"<|im_start|>", "<|im_sep|>", "<|im_end|>", false, "<|im_start|>assistant<|im_sep|>"};
 const Wrap kFalcon3 = {"<|", "|>\n", "\n", false, "<|assistant|>\n"};
 const Wrap kZephyr = {"<|", "|>\n", "<|endoftext|>\n", false, "<|assistant|>\n"};
 const Wrap kLlama3 = {"<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>", true,
@@ -252,8 +253,7 @@ const Wrap kChatglm4 = {"<|", "|>\n", "", false, "<|assistant|>\n"};
 const Wrap kGlmedge = {"<|", "|>\n", "", false, "<|assistant|>"};
 const Wrap kGranite = {"<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>\n", false,
                        "<|start_of_role|>assistant<|end_of_role|>"};
-const Wrap kMegrez = {"<|role_start|>", "<|role_end|>", "<|turn_end|>", false,
-                      "<|role_start|>assistant<|role_end|>"};
+const Wrap kMegrez = {"<|role_start|>", "<|role_end|>", "<|turn_end|>", false, "<|role_start|>assistant<|role_end|>"};
 
 }  // namespace
 
@@ -286,8 +286,7 @@ std::string format_chat(ChatFormat format, Messages messages, bool add_gen) {
     case ChatFormat::kLlama3: return format_wrapped(kLlama3, messages, add_gen);
     case ChatFormat::kLlama4: return format_wrapped(kLlama4, messages, add_gen);
     case ChatFormat::kChatglm3: return "[gMASK]sop" + format_wrapped(kChatglm3, messages, add_gen);
-    case ChatFormat::kChatglm4:
-      return "[gMASK]<sop>" + format_wrapped(kChatglm4, messages, add_gen);
+    case ChatFormat::kChatglm4: return "[gMASK]<sop>" + format_wrapped(kChatglm4, messages, add_gen);
     case ChatFormat::kGlmedge: return format_wrapped(kGlmedge, messages, add_gen);
     case ChatFormat::kMinicpm: return format_per_role(kMinicpm, messages, false);
     case ChatFormat::kExaone3: return format_per_role(kExaone3, messages, add_gen);

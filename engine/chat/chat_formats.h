@@ -9,7 +9,6 @@
 namespace baton::chat_detail {
 
 // Formats `messages` (roles already validated: system, user or assistant) in `format`.
-std::string format_chat(ChatFormat format, std::span<const ChatMessage> messages,
-                        bool add_generation_prompt);
+std::string format_chat(ChatFormat format, std::span<const ChatMessage> messages, bool add_generation_prompt);
 
 }  // namespace baton::chat_detail

@@ -145,7 +145,7 @@ std::optional<ChatFormat> format_by_text(std::string_view t) {
     return std::nullopt;  // GigaChat: not formatted here
   }
   if (has("<|role_start|>")) return ChatFormat::kMegrez;
-  if (has(" Ассистент:")) return std::nullopt;  // YandexGPT: not formatted here
+  if (has(" Ассистент:")) return std::nullopt;                               // YandexGPT: not formatted here
   if (has("<role>ASSISTANT</role>") && has("'HUMAN'")) return std::nullopt;  // Ling: not here
   if (has("<|header_start|>") && has("<|header_end|>")) return ChatFormat::kLlama4;
   return std::nullopt;
@@ -171,8 +171,7 @@ ChatTemplate ChatTemplate::from_metadata(const gguf::Metadata& metadata) {
 
 ChatTemplate ChatTemplate::from_name(std::string_view name) {
   if (auto format = format_by_name(name)) return ChatTemplate(*format);
-  fail<UnsupportedError>("unknown chat template name \"{}\"; known names: {}", name,
-                         known_names_list());
+  fail<UnsupportedError>("unknown chat template name \"{}\"; known names: {}", name, known_names_list());
 }
 
 std::optional<ChatTemplate> ChatTemplate::detect(std::string_view name_or_template) {
@@ -195,8 +194,7 @@ std::string_view ChatTemplate::name() const {
   return "unknown";  // unreachable: every ChatFormat has a name
 }
 
-std::string ChatTemplate::apply(std::span<const ChatMessage> messages,
-                                bool add_generation_prompt) const {
+std::string ChatTemplate::apply(std::span<const ChatMessage> messages, bool add_generation_prompt) const {
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
     // "ipython": Llama 3.1+'s role for tool results (engine/chat/tool_calls.h writes it).

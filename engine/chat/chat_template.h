@@ -36,21 +36,51 @@ struct ChatMessage {
   // Not an aggregate: {role, content} stays valid (and warning-free) with the tool fields.
   ChatMessage(std::string role_, std::string content_, std::vector<ChatToolCall> tool_calls_ = {},
               std::string tool_call_id_ = {})
-      : role(std::move(role_)), content(std::move(content_)), tool_calls(std::move(tool_calls_)),
+      : role(std::move(role_)),
+        content(std::move(content_)),
+        tool_calls(std::move(tool_calls_)),
         tool_call_id(std::move(tool_call_id_)) {}
 
-  std::string role;     // "system", "user" or "assistant" (and "tool" before tool_calls.h renders it)
+  std::string role;  // "system", "user" or "assistant" (and "tool" before tool_calls.h renders it)
   std::string content;
   std::vector<ChatToolCall> tool_calls;  // assistant: the calls it made
   std::string tool_call_id;              // tool: the call this result answers
 };
 
 enum class ChatFormat {
-  kChatml, kLlama2, kLlama2Sys, kLlama2SysBos, kLlama2SysStrip,
-  kMistralV1, kMistralV3, kMistralV3Tekken, kMistralV7, kMistralV7Tekken,
-  kPhi3, kPhi4, kFalcon3, kZephyr, kMonarch, kGemma, kOrion, kOpenchat,
-  kVicuna, kVicunaOrca, kDeepseek, kDeepseek2, kDeepseek3, kCommandR, kLlama3, kLlama4,
-  kChatglm3, kChatglm4, kGlmedge, kMinicpm, kExaone3, kGranite, kMegrez,
+  kChatml,
+  kLlama2,
+  kLlama2Sys,
+  kLlama2SysBos,
+  kLlama2SysStrip,
+  kMistralV1,
+  kMistralV3,
+  kMistralV3Tekken,
+  kMistralV7,
+  kMistralV7Tekken,
+  kPhi3,
+  kPhi4,
+  kFalcon3,
+  kZephyr,
+  kMonarch,
+  kGemma,
+  kOrion,
+  kOpenchat,
+  kVicuna,
+  kVicunaOrca,
+  kDeepseek,
+  kDeepseek2,
+  kDeepseek3,
+  kCommandR,
+  kLlama3,
+  kLlama4,
+  kChatglm3,
+  kChatglm4,
+  kGlmedge,
+  kMinicpm,
+  kExaone3,
+  kGranite,
+  kMegrez,
 };
 
 // An immutable value: which family, and how to format it. Cheap to copy; thread-safe.

@@ -40,15 +40,17 @@ std::string arguments_json(const std::string& arguments) {
 }
 
 std::string hermes_system(std::span<const ToolDefinition> tools) {
-  std::string s = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-                  "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
+  std::string s =
+      "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+      "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
   for (const auto& t : tools) {
     s += '\n';
     s += tool_entry(t).dump();
   }
-  s += "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
-       "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
-       "</tool_call>";
+  s +=
+      "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+      "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+      "</tool_call>";
   return s;
 }
 
@@ -58,9 +60,10 @@ std::string hermes_call(const ChatToolCall& c) {
 }
 
 std::string llama3_tools_preamble(std::span<const ToolDefinition> tools) {
-  std::string s = "Given the following functions, please respond with a JSON for a function call with its proper "
-                  "arguments that best answers the given prompt.\n\nRespond in the format {\"name\": function name, "
-                  "\"parameters\": dictionary of argument name and its value}. Do not use variables.\n\n";
+  std::string s =
+      "Given the following functions, please respond with a JSON for a function call with its proper "
+      "arguments that best answers the given prompt.\n\nRespond in the format {\"name\": function name, "
+      "\"parameters\": dictionary of argument name and its value}. Do not use variables.\n\n";
   for (const auto& t : tools) s += tool_entry(t).dump(4) + "\n\n";
   return s;
 }
@@ -126,7 +129,9 @@ std::string_view tool_syntax_name(ToolSyntax syntax) {
 std::vector<ChatMessage> render_tool_messages(ToolSyntax syntax, std::span<const ChatMessage> messages,
                                               std::span<const ToolDefinition> tools) {
   std::vector<ChatMessage> out;
-  auto plain = [](std::string role, std::string content) { return ChatMessage{std::move(role), std::move(content), {}, {}}; };
+  auto plain = [](std::string role, std::string content) {
+    return ChatMessage{std::move(role), std::move(content), {}, {}};
+  };
   bool tools_placed = tools.empty() || syntax == ToolSyntax::kMistral;  // Mistral's go in finish_tool_prompt
   if (syntax == ToolSyntax::kHermes && !tools.empty()) {
     if (!messages.empty() && messages[0].role == "system") {
@@ -142,15 +147,15 @@ std::vector<ChatMessage> render_tool_messages(ToolSyntax syntax, std::span<const
       if (syntax == ToolSyntax::kLlama3) {
         out.push_back(plain("ipython", m.content));
       } else if (syntax == ToolSyntax::kMistral) {
-        out.push_back(plain("user", "[TOOL_RESULTS]" + json{{"content", m.content}, {"call_id", m.tool_call_id}}.dump() +
-                                        "[/TOOL_RESULTS]"));
+        out.push_back(plain(
+            "user",
+            "[TOOL_RESULTS]" + json{{"content", m.content}, {"call_id", m.tool_call_id}}.dump() + "[/TOOL_RESULTS]"));
       } else {
         // Consecutive results share one user turn.
         std::string block = "<tool_response>\n" + m.content + "\n</tool_response>";
         if (!out.empty() && out.back().role == "user" && out.back().content.rfind("<tool_response>", 0) == 0)
           out.back().content.append("\n").append(block);
-        else
-          out.push_back(plain("user", block));
+        else out.push_back(plain("user", block));
       }
       continue;
     }
@@ -203,7 +208,8 @@ std::string tool_call_gbnf(ToolSyntax syntax, std::span<const ToolDefinition> to
     try {
       schema = parameters_of(tools[i]);
     } catch (const json::exception& e) {
-      throw grammar::GrammarError(fmt::format("function '{}': its parameters are not JSON: {}", tools[i].name, e.what()));
+      throw grammar::GrammarError(
+          fmt::format("function '{}': its parameters are not JSON: {}", tools[i].name, e.what()));
     }
     try {
       rules += grammar::json_schema_rules(schema, /*strict=*/true, args, used);

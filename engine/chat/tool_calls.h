@@ -52,8 +52,8 @@ std::string finish_tool_prompt(ToolSyntax syntax, std::string prompt, std::span<
 std::string tool_call_gbnf(ToolSyntax syntax, std::span<const ToolDefinition> tools);
 
 struct ParsedToolOutput {
-  std::string content;                  // text outside the calls
-  std::vector<ChatToolCall> calls;      // ids are "call_" + 24 random characters
+  std::string content;              // text outside the calls
+  std::vector<ChatToolCall> calls;  // ids are "call_" + 24 random characters
 };
 // The calls in a model's reply. Text that does not parse as a call (or names no tool in
 // `tools`) stays content.

@@ -75,9 +75,11 @@ NodeConfig parse_node(const Reader& r, const YAML::Node& n, size_t index) {
   for (const char* required : {"id", "host", "port"})
     if (!n[required]) r.fail_at(n, fmt::format("{}.{} is missing", where, required));
   node.id = r.scalar<std::string>(n["id"], where + ".id", "a string");
-  if (auto problem = name_problem(where + ".id", node.id, kMaxNodeIdBytes); !problem.empty()) r.fail_at(n["id"], problem);
+  if (auto problem = name_problem(where + ".id", node.id, kMaxNodeIdBytes); !problem.empty())
+    r.fail_at(n["id"], problem);
   node.host = r.scalar<std::string>(n["host"], where + ".host", "a host name or address");
-  if (auto problem = name_problem(where + ".host", node.host, kMaxHostBytes); !problem.empty()) r.fail_at(n["host"], problem);
+  if (auto problem = name_problem(where + ".host", node.host, kMaxHostBytes); !problem.empty())
+    r.fail_at(n["host"], problem);
   node.port = r.port(n["port"], where + ".port");
   if (n["weight"]) {
     node.weight = r.scalar<double>(n["weight"], where + ".weight", "a positive number");
@@ -101,7 +103,8 @@ NodeConfig parse_node(const Reader& r, const YAML::Node& n, size_t index) {
 ClusterConfig parse_cluster_config(const std::string& text, const std::string& source, const std::string& base_dir) {
   Reader r(source);
   if (text.size() > kMaxClusterConfigBytes)
-    fail("{}: the file is {} bytes, more than the {} a cluster config may have", source, text.size(), kMaxClusterConfigBytes);
+    fail("{}: the file is {} bytes, more than the {} a cluster config may have", source, text.size(),
+         kMaxClusterConfigBytes);
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -118,8 +121,8 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
   if (!cl) fail("{}: 'cluster' is missing", source);
   if (!cl.IsMap()) r.fail_at(cl, "cluster must be a mapping");
   r.only_keys(cl, "cluster",
-              {"master", "secret_file", "insecure", "nodes", "connect_timeout", "load_timeout", "registry", "activations",
-               "min_nodes", "join_timeout", "heartbeat_timeout", "registry_file"});
+              {"master", "secret_file", "insecure", "nodes", "connect_timeout", "load_timeout", "registry",
+               "activations", "min_nodes", "join_timeout", "heartbeat_timeout", "registry_file"});
   if (const YAML::Node m = cl["master"]) {
     if (!m.IsMap()) r.fail_at(m, "cluster.master must be a mapping {host, port, control_port}");
     r.only_keys(m, "cluster.master", {"host", "port", "control_port"});
@@ -152,16 +155,19 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
   if (cl["activations"]) {
     c.activations = r.scalar<std::string>(cl["activations"], "cluster.activations", "f32, f16 or bf16");
     if (c.activations != "f32" && c.activations != "f16" && c.activations != "bf16")
-      r.fail_at(cl["activations"], fmt::format("cluster.activations must be f32, f16 or bf16, found '{}'", c.activations));
+      r.fail_at(cl["activations"],
+                fmt::format("cluster.activations must be f32, f16 or bf16, found '{}'", c.activations));
   }
   if (cl["min_nodes"]) {
     c.min_nodes = r.scalar<int>(cl["min_nodes"], "cluster.min_nodes", "a positive number of nodes");
-    if (c.min_nodes < 1) r.fail_at(cl["min_nodes"], fmt::format("cluster.min_nodes must be >= 1, found {}", c.min_nodes));
+    if (c.min_nodes < 1)
+      r.fail_at(cl["min_nodes"], fmt::format("cluster.min_nodes must be >= 1, found {}", c.min_nodes));
   }
   seconds("join_timeout", c.join_timeout_s, kJoinTimeoutRange);
   seconds("heartbeat_timeout", c.heartbeat_timeout_s, kHeartbeatTimeoutRange);
   if (cl["registry_file"])
-    c.registry_file = resolve(base_dir, r.scalar<std::string>(cl["registry_file"], "cluster.registry_file", "a file path"));
+    c.registry_file =
+        resolve(base_dir, r.scalar<std::string>(cl["registry_file"], "cluster.registry_file", "a file path"));
   if (!c.registry.empty()) {
     try {
       registry::parse_etcd_url(c.registry);  // the registry's own parser: the same rules
@@ -178,7 +184,8 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
   } else {
     if (!nodes.IsSequence()) r.fail_at(nodes, "cluster.nodes must be a list of nodes or `auto`");
     if (nodes.size() > kMaxClusterNodes)
-      r.fail_at(nodes, fmt::format("cluster.nodes lists {} nodes, more than the {} allowed", nodes.size(), kMaxClusterNodes));
+      r.fail_at(nodes,
+                fmt::format("cluster.nodes lists {} nodes, more than the {} allowed", nodes.size(), kMaxClusterNodes));
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (nodes[i].IsScalar() && nodes[i].Scalar() == "auto") {  // mixed: the listed nodes + those that join
         if (c.nodes_auto) r.fail_at(nodes[i], "cluster.nodes lists `auto` twice");
@@ -187,15 +194,17 @@ ClusterConfig parse_cluster_config(const std::string& text, const std::string& s
       }
       c.nodes.push_back(parse_node(r, nodes[i], i));
     }
-    if (c.nodes.empty()) r.fail_at(nodes, c.nodes_auto ? "cluster.nodes lists only `auto`: write `nodes: auto`"
-                                                       : "cluster.nodes is empty");
+    if (c.nodes.empty())
+      r.fail_at(nodes,
+                c.nodes_auto ? "cluster.nodes lists only `auto`: write `nodes: auto`" : "cluster.nodes is empty");
   }
   // The registry only finds nodes that join; with a fixed list it would be silently ignored
   // (issue 29): the operator thinks the workers register there while nothing reads it.
   if (!c.registry.empty() && !c.nodes_auto)
-    r.fail_at(cl["registry"], "cluster.registry is only used to find workers that join (`nodes: auto`, or an `auto` "
-                              "entry in cluster.nodes); with this fixed node list it would be ignored: remove it or add "
-                              "`auto` to cluster.nodes");
+    r.fail_at(cl["registry"],
+              "cluster.registry is only used to find workers that join (`nodes: auto`, or an `auto` "
+              "entry in cluster.nodes); with this fixed node list it would be ignored: remove it or add "
+              "`auto` to cluster.nodes");
   std::map<std::string, int> ids, addresses;
   for (const auto& n : c.nodes) {
     if (auto [it, fresh] = ids.emplace(n.id, n.line); !fresh)

@@ -42,27 +42,27 @@ struct NodeConfig {
   std::string host;
   uint16_t port = 0;
   std::optional<LayerSpan> layers;  // YAML's inclusive [first, last] as a span; nullopt = auto
-  double weight = 1.0;                                // relative capacity (memory in GB) for auto
-  int line = 0;                                       // where it is defined, for messages
+  double weight = 1.0;              // relative capacity (memory in GB) for auto
+  int line = 0;                     // where it is defined, for messages
 };
 
 struct ClusterConfig {
-  std::string source;            // the file name, for messages
-  std::string model;             // resolved relative to the YAML file's directory
+  std::string source;  // the file name, for messages
+  std::string model;   // resolved relative to the YAML file's directory
   std::string master_host = "127.0.0.1";
   uint16_t master_port = 8021;
-  uint16_t control_port = 0;     // 0 = master_port + 1
-  std::string secret_file;       // resolved like model
+  uint16_t control_port = 0;  // 0 = master_port + 1
+  std::string secret_file;    // resolved like model
   bool insecure = false;
-  double connect_timeout_s = 30; // connecting to all nodes, with retry and backoff
-  double load_timeout_s = 300;   // Prepare → Ready for every node
-  std::string registry;          // "" (embedded) or etcd://host:port/prefix
+  double connect_timeout_s = 30;    // connecting to all nodes, with retry and backoff
+  double load_timeout_s = 300;      // Prepare → Ready for every node
+  std::string registry;             // "" (embedded) or etcd://host:port/prefix
   std::string activations = "f32";  // on the wire between stages: f32 (exact), f16 or bf16
-  bool nodes_auto = false;       // `nodes: auto`, or an `auto` entry in the list (mixed)
-  int min_nodes = 1;             // nodes: auto — registrations to wait for before planning
-  double join_timeout_s = 60;    // nodes: auto — how long to wait for them
-  double heartbeat_timeout_s = 3;  // registry: silent this long -> offline
-  std::string registry_file;     // embedded registry persistence; resolved like model
+  bool nodes_auto = false;          // `nodes: auto`, or an `auto` entry in the list (mixed)
+  int min_nodes = 1;                // nodes: auto — registrations to wait for before planning
+  double join_timeout_s = 60;       // nodes: auto — how long to wait for them
+  double heartbeat_timeout_s = 3;   // registry: silent this long -> offline
+  std::string registry_file;        // embedded registry persistence; resolved like model
   std::vector<NodeConfig> nodes;
 };
 

@@ -46,11 +46,13 @@ std::string seconds_problem(std::string_view field, double seconds, SecondsRange
 std::string name_problem(std::string_view field, std::string_view text, size_t max_bytes, bool allow_space) {
   if (text.empty()) return fmt::format("{} must not be empty", field);
   if (text.size() > max_bytes)
-    return fmt::format("{} is {} bytes long, more than the {} allowed ('{}')", field, text.size(), max_bytes, printable(text));
+    return fmt::format("{} is {} bytes long, more than the {} allowed ('{}')", field, text.size(), max_bytes,
+                       printable(text));
   for (size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x20 || c == 0x7f || (c == ' ' && !allow_space))
-      return fmt::format("{} has a space or control character (byte {} is 0x{:02x}): '{}'", field, i, c, printable(text));
+      return fmt::format("{} has a space or control character (byte {} is 0x{:02x}): '{}'", field, i, c,
+                         printable(text));
     const size_t n = utf8_sequence(text, i);
     if (n == 0) return fmt::format("{} is not valid UTF-8 (at byte {}): '{}'", field, i, printable(text));
     i += n;

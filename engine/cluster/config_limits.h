@@ -14,7 +14,7 @@ namespace baton {
 inline constexpr size_t kMaxClusterConfigBytes = 1 << 20;  // the YAML file
 inline constexpr size_t kMaxClusterNodes = 1024;           // nodes listed or registered
 inline constexpr size_t kMaxNodeIdBytes = 128;
-inline constexpr size_t kMaxHostBytes = 255;               // a DNS name's limit
+inline constexpr size_t kMaxHostBytes = 255;  // a DNS name's limit
 
 // A duration field's sane range, in seconds (both ends inclusive).
 struct SecondsRange {

@@ -10,9 +10,10 @@ namespace baton::registry {
 
 EtcdUrl parse_etcd_url(std::string_view url) {
   auto bad = [&](std::string_view what) {
-    fail("registry URL '{}': {} (expected etcd://HOST:PORT[/PREFIX], e.g. "
-         "etcd://127.0.0.1:2379/baton)",
-         url, what);
+    fail(
+        "registry URL '{}': {} (expected etcd://HOST:PORT[/PREFIX], e.g. "
+        "etcd://127.0.0.1:2379/baton)",
+        url, what);
   };
   constexpr std::string_view kScheme = "etcd://";
   if (url.substr(0, kScheme.size()) != kScheme) bad("the scheme must be etcd://");
@@ -36,13 +37,12 @@ EtcdUrl parse_etcd_url(std::string_view url) {
     port_text = authority.substr(colon + 1);
     for (char c : out.host)
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-')
-        bad(fmt::format("the host '{}' has a character that is not a letter, digit, '.' or '-'",
-                        out.host));
+        bad(fmt::format("the host '{}' has a character that is not a letter, digit, '.' or '-'", out.host));
   }
   if (out.host.empty()) bad("the host is empty");
-  if (port_text.empty() || port_text.size() > 5 ||
-      !std::all_of(port_text.begin(), port_text.end(),
-                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+  if (port_text.empty() || port_text.size() > 5 || !std::all_of(port_text.begin(), port_text.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c));
+      }))
     bad(fmt::format("the port '{}' is not a number", port_text));
   int port = std::stoi(std::string(port_text));
   if (port < 1 || port > 65535) bad(fmt::format("the port {} is outside 1..65535", port));
@@ -54,7 +54,8 @@ EtcdUrl parse_etcd_url(std::string_view url) {
   }
   if (path.find_first_of("?#") != std::string_view::npos) bad("query strings and fragments are not supported");
   if (path.find("//") != std::string_view::npos) bad("the prefix has an empty path segment");
-  if ((std::string(path) + "/").find("/./") != std::string::npos || (std::string(path) + "/").find("/../") != std::string::npos)
+  if ((std::string(path) + "/").find("/./") != std::string::npos ||
+      (std::string(path) + "/").find("/../") != std::string::npos)
     bad("the prefix has a '.' or '..' path segment");
   for (char c : path)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '/' && c != '.' && c != '_' && c != '-')

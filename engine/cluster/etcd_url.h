@@ -10,9 +10,9 @@ namespace baton::registry {
 
 // etcd://HOST:PORT[/PREFIX]: where etcd listens and under which key prefix this cluster lives.
 struct EtcdUrl {
-  std::string host;     // a host name, an IPv4 address or an IPv6 address (written [::1] in the URL)
-  uint16_t port = 0;    // 1..65535
-  std::string prefix;   // "/baton" when the URL has none; always starts with '/', never ends with '/'
+  std::string host;    // a host name, an IPv4 address or an IPv6 address (written [::1] in the URL)
+  uint16_t port = 0;   // 1..65535
+  std::string prefix;  // "/baton" when the URL has none; always starts with '/', never ends with '/'
 };
 
 // Parses etcd://HOST:PORT[/PREFIX]. Throws baton::Error naming the URL and what is wrong

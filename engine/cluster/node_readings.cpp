@@ -52,7 +52,7 @@ std::vector<fs::path> sorted_entries(const fs::path& dir) {
 
 // Rank of a sensor's chip or zone name: 2 = the CPU package/cores, 1 = ACPI's board zone, 0 = other.
 int cpu_sensor_rank(const std::string& name) {
-  static const std::array<const char*, 8> kCpu = {"coretemp", "k10temp", "zenpower", "cpu_thermal",
+  static const std::array<const char*, 8> kCpu = {"coretemp",    "k10temp",      "zenpower",    "cpu_thermal",
                                                   "cpu-thermal", "x86_pkg_temp", "soc_thermal", "cpu"};
   for (const char* c : kCpu)
     if (name == c || name.starts_with(std::string(c) + "_") || name.starts_with(std::string(c) + "-")) return 2;

@@ -52,8 +52,8 @@ std::optional<uint64_t> count_open_connections(const std::filesystem::path& proc
 
 // This process, as Prometheus' client libraries report it (process_* families).
 struct ProcessFigures {
-  double cpu_seconds = 0;          // user + system
-  double start_time_seconds = 0;   // since the Unix epoch
+  double cpu_seconds = 0;         // user + system
+  double start_time_seconds = 0;  // since the Unix epoch
   uint64_t resident_bytes = 0;
   uint64_t virtual_bytes = 0;
   uint64_t open_fds = 0;

@@ -44,8 +44,8 @@ std::vector<PlannedStage> plan_nodes(const std::vector<NodeRecord>& nodes, const
     const LayerSpan announced = served_layers(r);
     const LayerSpan servable{announced.begin, std::min<int64_t>(announced.end, L)};
     if (servable.empty()) {
-      skipped.push_back(fmt::format("{} serves layers {}, outside the model's 0-{}", r.node_id, to_string(announced),
-                                    L - 1));
+      skipped.push_back(
+          fmt::format("{} serves layers {}, outside the model's 0-{}", r.node_id, to_string(announced), L - 1));
       continue;
     }
     const double w = all_speed ? static_cast<double>(r.speed) : std::max(1.0, static_cast<double>(r.memory_free) / 1e9);
@@ -66,7 +66,7 @@ std::vector<PlannedStage> plan_nodes(const std::vector<NodeRecord>& nodes, const
   }
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
     return a.servable.begin != b.servable.begin ? a.servable.begin < b.servable.begin
-                                                 : a.record->node_id < b.record->node_id;
+                                                : a.record->node_id < b.record->node_id;
   });
 
   // best[i][b]: least cost covering layers [0, b) with candidates < i; from[i][b]: where the
@@ -104,17 +104,17 @@ std::vector<PlannedStage> plan_nodes(const std::vector<NodeRecord>& nodes, const
     for (auto b : model.layer_bytes) weights += b;
     const uint64_t kv = model.kv_bytes_per_layer * static_cast<uint64_t>(L);
     // At least one node needs shared tensors and headroom; assume every eligible node is used.
-    uint64_t need = weights + kv + static_cast<uint64_t>(static_cast<double>(weights + kv) * options.headroom_fraction) +
+    uint64_t need = weights + kv +
+                    static_cast<uint64_t>(static_cast<double>(weights + kv) * options.headroom_fraction) +
                     cands.size() * (options.headroom_bytes + model.shared_bytes);
     std::string why;
-    if (need > free_total)
-      why = fmt::format("{} missing", format_bytes(need - free_total));
-    else
-      why = "enough in total, but no contiguous assignment fits each node's memory and servable layers";
-    fail("plan: cannot place {} layers (weights {} + KV cache {} for n_ctx {} x {} slots + headroom) on {} eligible "
-         "node(s) with {} free in total: {}{}{}",
-         L, format_bytes(weights), format_bytes(kv), model.n_ctx, model.max_sequences, cands.size(),
-         format_bytes(free_total), why, skipped.empty() ? "" : "; skipped: ", fmt::join(skipped, "; "));
+    if (need > free_total) why = fmt::format("{} missing", format_bytes(need - free_total));
+    else why = "enough in total, but no contiguous assignment fits each node's memory and servable layers";
+    fail(
+        "plan: cannot place {} layers (weights {} + KV cache {} for n_ctx {} x {} slots + headroom) on {} eligible "
+        "node(s) with {} free in total: {}{}{}",
+        L, format_bytes(weights), format_bytes(kv), model.n_ctx, model.max_sequences, cands.size(),
+        format_bytes(free_total), why, skipped.empty() ? "" : "; skipped: ", fmt::join(skipped, "; "));
   }
   std::vector<PlannedStage> plan;
   int64_t e = L;
@@ -146,8 +146,8 @@ std::vector<PlannedStage> plan_span(const std::vector<NodeRecord>& nodes, LayerS
   std::vector<PlannedStage> got = plan_nodes(shifted, part, options);
   for (auto& p : got) {
     const LayerSpan layers{p.stage.layers.begin + span.begin, p.stage.layers.end + span.begin};
-    const NodeRecord& record = *std::find_if(nodes.begin(), nodes.end(),
-                                             [&](const NodeRecord& r) { return r.node_id == p.record.node_id; });
+    const NodeRecord& record =
+        *std::find_if(nodes.begin(), nodes.end(), [&](const NodeRecord& r) { return r.node_id == p.record.node_id; });
     p = planned_stage(record, layers, range_bytes(model, options, layers));
   }
   return got;
@@ -189,10 +189,11 @@ std::vector<PlannedStage> plan_around(const std::vector<PlannedStage>& pinned, c
   // the gap's layers, so that later gaps keep nodes; the nodes it uses are not offered to later gaps.
   for (const auto& gap : gaps) {
     const bool last_gap = gap.size() == gap_layers;
-    const size_t share = last_gap ? free_nodes.size()
-                                  : std::max<size_t>(1, static_cast<size_t>(std::lround(
-                                                            static_cast<double>(free_nodes.size()) *
-                                                            static_cast<double>(gap.size()) / static_cast<double>(gap_layers))));
+    const size_t share =
+        last_gap ? free_nodes.size()
+                 : std::max<size_t>(1, static_cast<size_t>(std::lround(static_cast<double>(free_nodes.size()) *
+                                                                       static_cast<double>(gap.size()) /
+                                                                       static_cast<double>(gap_layers))));
     gap_layers -= gap.size();
     std::vector<PlannedStage> got;
     try {

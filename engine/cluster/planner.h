@@ -112,9 +112,9 @@ std::vector<PlannedStage> plan_around(const std::vector<PlannedStage>& pinned, c
 //      servable layers allow it; both neighbours share the gap only when neither can take it alone.
 // Pinned stages stay and never grow. When a gap can be filled neither way, the result is a fresh
 // plan_around() over every node (the old behaviour).
-std::vector<PlannedStage> plan_keeping(const std::vector<PlannedStage>& current, const std::vector<PlannedStage>& pinned,
-                                       const std::vector<NodeRecord>& nodes, const ModelFootprint& model,
-                                       const PlannerOptions& options = {});
+std::vector<PlannedStage> plan_keeping(const std::vector<PlannedStage>& current,
+                                       const std::vector<PlannedStage>& pinned, const std::vector<NodeRecord>& nodes,
+                                       const ModelFootprint& model, const PlannerOptions& options = {});
 
 // How many nodes of `next` already had a stage in `current` but with other layers (each of those
 // workers reloads its layers); nodes new to the plan are not counted.

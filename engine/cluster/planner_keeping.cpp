@@ -49,9 +49,9 @@ size_t count_reloaded(const std::vector<PlannedStage>& current, const std::vecto
   return n;
 }
 
-std::vector<PlannedStage> plan_keeping(const std::vector<PlannedStage>& current, const std::vector<PlannedStage>& pinned,
-                                       const std::vector<NodeRecord>& nodes, const ModelFootprint& model,
-                                       const PlannerOptions& options) {
+std::vector<PlannedStage> plan_keeping(const std::vector<PlannedStage>& current,
+                                       const std::vector<PlannedStage>& pinned, const std::vector<NodeRecord>& nodes,
+                                       const ModelFootprint& model, const PlannerOptions& options) {
   auto fresh = [&] {
     std::vector<PlannedStage> pins = pinned;
     for (auto& p : pins)
@@ -66,7 +66,8 @@ std::vector<PlannedStage> plan_keeping(const std::vector<PlannedStage>& current,
   for (const auto& c : current) {
     const LayerSpan& layers = c.stage.layers;
     if (layers.begin < 0 || layers.end > model.n_layer || layers.empty()) return fresh();
-    auto r = std::find_if(nodes.begin(), nodes.end(), [&](const NodeRecord& n) { return n.node_id == c.record.node_id; });
+    auto r =
+        std::find_if(nodes.begin(), nodes.end(), [&](const NodeRecord& n) { return n.node_id == c.record.node_id; });
     if (is_pinned(c.record.node_id)) {  // pinned: stays whether it registered or not
       plan.push_back(r != nodes.end() ? planned_stage(*r, layers, c.bytes_needed) : c);
       continue;
@@ -75,7 +76,8 @@ std::vector<PlannedStage> plan_keeping(const std::vector<PlannedStage>& current,
     plan.push_back(planned_stage(*r, layers, range_bytes(model, options, layers)));
   }
   for (const auto& p : pinned)
-    if (std::none_of(plan.begin(), plan.end(), [&](const PlannedStage& k) { return k.record.node_id == p.record.node_id; }))
+    if (std::none_of(plan.begin(), plan.end(),
+                     [&](const PlannedStage& k) { return k.record.node_id == p.record.node_id; }))
       return fresh();  // a pin the current plan lacks: not a plan this function can patch
   if (plan.empty()) return fresh();
   std::sort(plan.begin(), plan.end(), keep_in_layer_order);
@@ -120,8 +122,10 @@ std::vector<PlannedStage> plan_keeping(const std::vector<PlannedStage>& current,
       if (l && s > g0 && !keep_can_grow(*l, {l->stage.layers.begin, s}, model, options)) return;
       if (r && s < g1 && !keep_can_grow(*r, {s, r->stage.layers.end}, model, options)) return;
       double cost = 0;
-      if (l) cost += static_cast<double>((s - l->stage.layers.begin) * (s - l->stage.layers.begin)) / keep_weight(l->record);
-      if (r) cost += static_cast<double>((r->stage.layers.end - s) * (r->stage.layers.end - s)) / keep_weight(r->record);
+      if (l)
+        cost += static_cast<double>((s - l->stage.layers.begin) * (s - l->stage.layers.begin)) / keep_weight(l->record);
+      if (r)
+        cost += static_cast<double>((r->stage.layers.end - s) * (r->stage.layers.end - s)) / keep_weight(r->record);
       if (cost < best) best = cost, split = s;
     };
     consider(g1);  // the left neighbour alone

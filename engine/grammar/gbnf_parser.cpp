@@ -26,9 +26,11 @@ class Parser {
       skip_space(true);
     }
     for (size_t i = 0; i < rules_.size(); ++i)
-      if (!defined_[i]) fail<GrammarError>("grammar: rule '{}' is used (line {}) but never defined", g_.rule_names[i], first_use_[i]);
+      if (!defined_[i])
+        fail<GrammarError>("grammar: rule '{}' is used (line {}) but never defined", g_.rule_names[i], first_use_[i]);
     auto it = ids_.find(std::string(root));
-    if (it == ids_.end() || !defined_[it->second]) fail<GrammarError>("grammar: no rule named '{}' (the start rule)", root);
+    if (it == ids_.end() || !defined_[it->second])
+      fail<GrammarError>("grammar: no rule named '{}' (the start rule)", root);
     g_.root = it->second;
     for (size_t r = 0; r < rules_.size(); ++r) {
       for (const Sequence& seq : rules_[r]) {
@@ -45,7 +47,12 @@ class Parser {
   [[noreturn]] void error(const std::string& what) const {
     size_t line = 1, col = 1;
     for (size_t i = 0; i < pos_ && i < text_.size(); ++i) {
-      if (text_[i] == '\n') { ++line; col = 1; } else { ++col; }
+      if (text_[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
     }
     fail<GrammarError>("grammar: {} at line {}, column {}", what, line, col);
   }
@@ -170,7 +177,10 @@ class Parser {
     } else if (c == '[') {
       ++pos_;
       CharClass cls;
-      if (peek() == '^') { cls.negated = true; ++pos_; }
+      if (peek() == '^') {
+        cls.negated = true;
+        ++pos_;
+      }
       while (!at_end() && peek() != ']') {
         if (peek() == '\n') error("unterminated character class");
         uint32_t lo = parse_char(), hi = lo;
@@ -201,7 +211,8 @@ class Parser {
       skip_space(false);
       if (text_.substr(pos_, 3) == "::=") {
         pos_ = at;
-        error(fmt::format("rule '{}' starts on the line of the previous rule (a rule ends at the end of its line)", name));
+        error(fmt::format("rule '{}' starts on the line of the previous rule (a rule ends at the end of its line)",
+                          name));
       }
       pos_ = save;
       seq.push_back(ref(rule_id(name)));
@@ -218,8 +229,10 @@ class Parser {
     char c = peek();
     ++pos_;
     if (c == '*') unbounded = true;
-    else if (c == '+') { min = 1; unbounded = true; }
-    else if (c == '?') max = 1;
+    else if (c == '+') {
+      min = 1;
+      unbounded = true;
+    } else if (c == '?') max = 1;
     else {  // {m}, {m,}, {m,n}
       skip_space(false);
       min = parse_count();
@@ -297,7 +310,14 @@ class Parser {
         case 'r': return '\r';
         case 't': return '\t';
         case '0': return 0;
-        case '\\': case '"': case '[': case ']': case '-': case '^': case '/': case '\'': return static_cast<uint32_t>(e);
+        case '\\':
+        case '"':
+        case '[':
+        case ']':
+        case '-':
+        case '^':
+        case '/':
+        case '\'': return static_cast<uint32_t>(e);
         case 'x': return parse_hex(2);
         case 'u': return parse_hex(4);
         case 'U': return parse_hex(8);

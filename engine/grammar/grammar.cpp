@@ -38,7 +38,11 @@ void check_no_left_recursion(const Grammar& g) {
         bool all = true;
         for (uint32_t p = start; g.code[p].kind != Symbol::Kind::kEnd && all; ++p)
           all = g.code[p].kind == Symbol::Kind::kRule && nullable[g.code[p].index];
-        if (all) { nullable[r] = true; changed = true; break; }
+        if (all) {
+          nullable[r] = true;
+          changed = true;
+          break;
+        }
       }
     }
   }

@@ -33,7 +33,8 @@ const std::map<std::string, std::string>& primitives() {
       {"object", R"("{" ws (string ws ":" ws value ws ("," ws string ws ":" ws value ws)*)? "}")"},
       {"array", R"("[" ws (value ws ("," ws value ws)*)? "]")"},
       {"date", R"([0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [1-2] [0-9] | "3" [0-1]))"},
-      {"time", R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))"},
+      {"time",
+       R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))"},
       {"uuid", R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12})"},
   };
   return p;
@@ -50,11 +51,14 @@ const std::map<std::string, std::vector<std::string>>& primitive_deps() {
 }
 
 const std::set<std::string>& ignored_keywords() {
-  static const std::set<std::string> k = {"title", "description", "default", "examples", "$schema", "$id",
-                                          "$comment", "deprecated", "readOnly", "writeOnly", "$defs", "definitions",
-                                          "type", "properties", "required", "additionalProperties", "items",
-                                          "minItems", "maxItems", "minLength", "maxLength", "format", "enum",
-                                          "const", "anyOf", "oneOf", "allOf", "$ref", "strict", "nullable"};
+  static const std::set<std::string> k = {"title",     "description", "default",  "examples",
+                                          "$schema",   "$id",         "$comment", "deprecated",
+                                          "readOnly",  "writeOnly",   "$defs",    "definitions",
+                                          "type",      "properties",  "required", "additionalProperties",
+                                          "items",     "minItems",    "maxItems", "minLength",
+                                          "maxLength", "format",      "enum",     "const",
+                                          "anyOf",     "oneOf",       "allOf",    "$ref",
+                                          "strict",    "nullable"};
   return k;
 }
 
@@ -108,16 +112,16 @@ class Compiler {
     for (const auto& [key, v] : s.items()) {
       if (ignored_keywords().count(key)) continue;
       if (key == "uniqueItems" && v == false) continue;
-      if (integer_type && v.is_number() && (key == "minimum" || key == "maximum" || key == "exclusiveMinimum" ||
-                                            key == "exclusiveMaximum"))
+      if (integer_type && v.is_number() &&
+          (key == "minimum" || key == "maximum" || key == "exclusiveMinimum" || key == "exclusiveMaximum"))
         continue;  // visit_integer() enforces them or names them
       if (key == "minimum" || key == "maximum" || key == "exclusiveMinimum" || key == "exclusiveMaximum" ||
           key == "multipleOf" || key == "pattern" || key == "not" || key == "if" || key == "then" || key == "else" ||
           key == "prefixItems" || key == "uniqueItems" || key == "patternProperties" || key == "propertyNames" ||
-          key == "minProperties" || key == "maxProperties" || key == "dependentRequired" ||
-          key == "dependentSchemas" || key == "contains" || key == "minContains" || key == "maxContains" ||
-          key == "unevaluatedProperties" || key == "unevaluatedItems" || key == "additionalItems" ||
-          key == "contentEncoding" || key == "contentMediaType" || key == "dependencies")
+          key == "minProperties" || key == "maxProperties" || key == "dependentRequired" || key == "dependentSchemas" ||
+          key == "contains" || key == "minContains" || key == "maxContains" || key == "unevaluatedProperties" ||
+          key == "unevaluatedItems" || key == "additionalItems" || key == "contentEncoding" ||
+          key == "contentMediaType" || key == "dependencies")
         unsupported(path, fmt::format("'{}'", key));
     }
     if (auto it = s.find("$ref"); it != s.end()) return visit_ref(*it, path);
@@ -131,8 +135,10 @@ class Compiler {
     for (const char* key : {"anyOf", "oneOf", "allOf"}) {
       auto it = s.find(key);
       if (it == s.end()) continue;
-      if (!it->is_array() || it->empty()) unsupported(path + "/" + key, fmt::format("a '{}' that is not a non-empty array", key));
-      if (std::string(key) == "allOf" && it->size() != 1) unsupported(path + "/allOf", "'allOf' with more than one schema");
+      if (!it->is_array() || it->empty())
+        unsupported(path + "/" + key, fmt::format("a '{}' that is not a non-empty array", key));
+      if (std::string(key) == "allOf" && it->size() != 1)
+        unsupported(path + "/allOf", "'allOf' with more than one schema");
       std::string alts;
       for (size_t i = 0; i < it->size(); ++i)
         alts += (alts.empty() ? "" : " | ") + visit((*it)[i], fmt::format("{}/{}/{}", path, key, i));
@@ -145,7 +151,8 @@ class Compiler {
       return use("value");
     }
     if (type->is_string()) return visit_typed(s, type->get<std::string>(), path);
-    if (!type->is_array() || type->empty()) unsupported(path + "/type", "a 'type' that is neither a string nor a list of them");
+    if (!type->is_array() || type->empty())
+      unsupported(path + "/type", "a 'type' that is neither a string nor a list of them");
     std::string alts;
     for (const json& t : *type) {
       if (!t.is_string()) unsupported(path + "/type", "a 'type' entry that is not a string");
@@ -166,7 +173,8 @@ class Compiler {
     if (done != refs_.end()) return done->second;
     const json* defs = nullptr;
     for (const char* key : {"$defs", "definitions"})
-      if (root_.is_object() && root_.contains(key) && root_[key].is_object() && root_[key].contains(name)) defs = &root_[key];
+      if (root_.is_object() && root_.contains(key) && root_[key].is_object() && root_[key].contains(name))
+        defs = &root_[key];
     if (!defs) fail<GrammarError>("JSON schema: '$ref' \"{}\" at '#{}' names no definition", r, path);
     // Named before it is compiled, so a recursive reference finds it.
     std::string rule = new_rule("ref/" + name, "");
@@ -210,8 +218,8 @@ class Compiler {
       double p = 9;
       for (int k = 1; k <= 15; ++k, p = p * 10 + 9)
         if (m == p) return k;
-      unsupported(path, fmt::format("'{}' {} (integer bounds must be 0, 1, +-(10^k - 1) or at least +-(10^15 - 1))",
-                                    key, m));
+      unsupported(path,
+                  fmt::format("'{}' {} (integer bounds must be 0, 1, +-(10^k - 1) or at least +-(10^15 - 1))", key, m));
     };
     bool negative = true, zero = true;
     int neg_digits = 16, pos_digits = 16;
@@ -219,11 +227,14 @@ class Compiler {
       if (*lo == 0) negative = false;
       else if (*lo == 1) negative = zero = false;
       else if (*lo < 0) neg_digits = digits_for(-*lo, "minimum");
-      else unsupported(path, fmt::format("'minimum' {} (integer bounds must be 0, 1, +-(10^k - 1) or at least "
-                                         "+-(10^15 - 1))", *lo));
+      else
+        unsupported(path, fmt::format("'minimum' {} (integer bounds must be 0, 1, +-(10^k - 1) or at least "
+                                      "+-(10^15 - 1))",
+                                      *lo));
     }
     if (hi) {
-      if (*hi < 0 || (*hi == 0 && !zero)) unsupported(path, fmt::format("'maximum' {} below the minimum or negative", *hi));
+      if (*hi < 0 || (*hi == 0 && !zero))
+        unsupported(path, fmt::format("'maximum' {} below the minimum or negative", *hi));
       pos_digits = *hi == 0 ? 0 : digits_for(*hi, "maximum");
     }
     auto digits = [](int n) { return n <= 1 ? std::string("[1-9]") : fmt::format("[1-9] [0-9]{{0,{}}}", n - 1); };
@@ -302,7 +313,8 @@ class Compiler {
     for (const std::string& r : required) {
       bool known = false;
       for (const auto& p : props) known |= p.first == r;
-      if (!known) fail<GrammarError>("JSON schema: required property \"{}\" at '#{}' has no schema in 'properties'", r, path);
+      if (!known)
+        fail<GrammarError>("JSON schema: required property \"{}\" at '#{}' has no schema in 'properties'", r, path);
     }
     // Extra keys: additionalProperties false / true / a schema; absent = !strict.
     std::string extra_value;
@@ -313,7 +325,8 @@ class Compiler {
       else if (ap->is_object()) extras = true;
       else unsupported(path + "/additionalProperties", "'additionalProperties' that is neither a boolean nor a schema");
     }
-    if (extras) extra_value = ap != s.end() && ap->is_object() ? visit(*ap, path + "/additionalProperties") : use("value");
+    if (extras)
+      extra_value = ap != s.end() && ap->is_object() ? visit(*ap, path + "/additionalProperties") : use("value");
     const std::string extra_kv = extra_value.empty() ? "" : use("string") + " ws \":\" ws " + extra_value + " ws";
 
     // members(i, first): the properties from i on; `first` = nothing written yet (no comma).
@@ -385,8 +398,6 @@ std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, bool stric
   return rules + primitive_rules(used);
 }
 
-std::string json_object_gbnf() {
-  return json_schema_to_gbnf(json{{"type", "object"}}, false);
-}
+std::string json_object_gbnf() { return json_schema_to_gbnf(json{{"type", "object"}}, false); }
 
 }  // namespace baton::grammar

@@ -69,8 +69,8 @@ class Matcher {
   std::shared_ptr<const Grammar> grammar_;
   StackSet stacks_;
   Utf8Partial partial_;
-  std::vector<uint32_t> work_;         // scratch stack for expand()
-  std::vector<StackSet> depth_sets_;   // mask(): one state per trie depth
+  std::vector<uint32_t> work_;        // scratch stack for expand()
+  std::vector<StackSet> depth_sets_;  // mask(): one state per trie depth
 };
 
 }  // namespace baton::grammar

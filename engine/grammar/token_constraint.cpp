@@ -9,7 +9,7 @@
 namespace baton::grammar {
 
 std::shared_ptr<const CompiledConstraint> CompiledConstraint::build(std::string_view gbnf,
-                                                                   const tokenizer::Tokenizer& tokenizer) {
+                                                                    const tokenizer::Tokenizer& tokenizer) {
   auto c = std::make_shared<CompiledConstraint>();
   c->grammar = std::make_shared<const Grammar>(parse_gbnf(gbnf));
   c->trie = VocabTrie::of(tokenizer);
@@ -38,7 +38,8 @@ void TokenConstraint::apply(std::span<float> logits) {
 }
 
 void TokenConstraint::accept(int32_t token) {
-  if (std::find(compiled_->eog_tokens.begin(), compiled_->eog_tokens.end(), token) != compiled_->eog_tokens.end()) return;
+  if (std::find(compiled_->eog_tokens.begin(), compiled_->eog_tokens.end(), token) != compiled_->eog_tokens.end())
+    return;
   if (token < 0 || static_cast<size_t>(token) >= compiled_->trie->n_vocab() || compiled_->trie->piece(token).empty() ||
       !matcher_.accept(compiled_->trie->piece(token)))
     fail("grammar: token {} does not continue the output", token);

@@ -17,7 +17,8 @@ VocabTrie::VocabTrie(const std::vector<std::string>& pieces) : pieces_(pieces), 
   for (size_t i = 0; i < pieces.size(); ++i)
     if (!pieces[i].empty()) order.push_back(static_cast<int32_t>(i));
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return pieces[static_cast<size_t>(a)] < pieces[static_cast<size_t>(b)] || (pieces[static_cast<size_t>(a)] == pieces[static_cast<size_t>(b)] && a < b);
+    return pieces[static_cast<size_t>(a)] < pieces[static_cast<size_t>(b)] ||
+           (pieces[static_cast<size_t>(a)] == pieces[static_cast<size_t>(b)] && a < b);
   });
   for (int32_t id : order) max_depth_ = std::max(max_depth_, pieces[static_cast<size_t>(id)].size());
   nodes_.emplace_back();

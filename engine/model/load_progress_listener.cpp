@@ -29,7 +29,9 @@ void set_weight_progress_listener(WeightProgressListener listener) {
 }
 
 WeightProgressReporter::WeightProgressReporter(uint64_t total, std::chrono::steady_clock::time_point start)
-    : total_(total), start_(start), listener_(current_listener()),
+    : total_(total),
+      start_(start),
+      listener_(current_listener()),
       next_(start + (listener_ ? std::chrono::steady_clock::duration(kBarEvery)
                                : std::chrono::steady_clock::duration(kLogFirstAfter))) {}
 
@@ -37,8 +39,8 @@ void WeightProgressReporter::add(uint64_t bytes, std::chrono::steady_clock::time
   std::lock_guard lock(mutex_);  // once per slice of 256 rows: no contention worth avoiding
   done_ += bytes;
   if (now < next_) return;
-  next_ = now + (listener_ ? std::chrono::steady_clock::duration(kBarEvery)
-                           : std::chrono::steady_clock::duration(kLogEvery));
+  next_ = now +
+          (listener_ ? std::chrono::steady_clock::duration(kBarEvery) : std::chrono::steady_clock::duration(kLogEvery));
   report(done_, now);
 }
 

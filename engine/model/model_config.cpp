@@ -13,8 +13,7 @@ Arch parse_arch(const std::string& name) {
   if (name == "llama") return Arch::kLlama;
   if (name == "qwen2") return Arch::kQwen2;
   if (name == "qwen3") return Arch::kQwen3;
-  fail<UnsupportedError>("unsupported architecture '{}' (general.architecture); supported: llama, qwen2, qwen3",
-                         name);
+  fail<UnsupportedError>("unsupported architecture '{}' (general.architecture); supported: llama, qwen2, qwen3", name);
 }
 
 int64_t positive(const gguf::Metadata& meta, const std::string& key, uint64_t value) {
@@ -56,8 +55,7 @@ ModelConfig ModelConfig::from_metadata(const gguf::Metadata& meta) {
     fail("{}attention.key_length is missing and n_embd {} is not divisible by n_head {}", p, c.n_embd, c.n_head);
   c.head_dim = opt("attention.key_length", c.n_embd / c.n_head);
   if (auto v = meta.find_uint(p + "attention.value_length"); v && static_cast<int64_t>(*v) != c.head_dim)
-    fail<UnsupportedError>("{}attention.value_length {} differs from key_length {}: not supported", p, *v,
-                           c.head_dim);
+    fail<UnsupportedError>("{}attention.value_length {} differs from key_length {}: not supported", p, *v, c.head_dim);
   c.n_rot = opt("rope.dimension_count", c.head_dim);
   if (c.n_head % c.n_head_kv != 0)
     fail("n_head {} is not a multiple of n_head_kv {} ({}attention.head_count_kv)", c.n_head, c.n_head_kv, p);
@@ -73,7 +71,8 @@ ModelConfig ModelConfig::from_metadata(const gguf::Metadata& meta) {
 
   if (auto v = meta.find_float(p + "rope.freq_base")) c.rope_freq_base = static_cast<float>(*v);
   if (auto type = meta.find_string(p + "rope.scaling.type"); type && *type == "linear") {
-    if (auto f = meta.find_float(p + "rope.scaling.factor"); f && *f > 0) c.rope_freq_scale = 1.0f / static_cast<float>(*f);
+    if (auto f = meta.find_float(p + "rope.scaling.factor"); f && *f > 0)
+      c.rope_freq_scale = 1.0f / static_cast<float>(*f);
   } else if (type && *type != "none" && *type != "llama3" && *type != "yarn") {
     fail<UnsupportedError>("{}rope.scaling.type '{}' is not supported", p, *type);
   } else if (type && *type == "yarn") {
@@ -83,7 +82,8 @@ ModelConfig ModelConfig::from_metadata(const gguf::Metadata& meta) {
   c.rope_layout = c.arch == Arch::kLlama ? RopeLayout::kNormal : RopeLayout::kNeox;
 
   if (auto v = meta.find_uint(p + "vocab_size")) c.n_vocab = static_cast<int64_t>(*v);
-  else if (auto tokens = meta.find_string_array("tokenizer.ggml.tokens")) c.n_vocab = static_cast<int64_t>(tokens->size());
+  else if (auto tokens = meta.find_string_array("tokenizer.ggml.tokens"))
+    c.n_vocab = static_cast<int64_t>(tokens->size());
   return c;
 }
 

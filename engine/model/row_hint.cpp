@@ -7,7 +7,8 @@ namespace baton {
 
 RowHint RowHint::decode(uint8_t byte) {
   const uint8_t order = byte & 3;
-  if (byte > 7 || order > static_cast<uint8_t>(kernels::RowOrder::kGrouped)) fail("row hint {} is not a valid hint", byte);
+  if (byte > 7 || order > static_cast<uint8_t>(kernels::RowOrder::kGrouped))
+    fail("row hint {} is not a valid hint", byte);
   return RowHint{static_cast<kernels::RowOrder>(order), (byte & 4) != 0};
 }
 

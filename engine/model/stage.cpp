@@ -86,9 +86,11 @@ void Stage::for_tokens(int64_t n, Fn&& fn) {
     for (int64_t t = 0; t < n; ++t) fn(t);
     return;
   }
-  pool_.run([&](int ith, int nth) {
-    for (int64_t t = ith; t < n; t += nth) fn(t);
-  }, static_cast<int>(std::min<int64_t>(n, pool_.n_threads())));
+  pool_.run(
+      [&](int ith, int nth) {
+        for (int64_t t = ith; t < n; t += nth) fn(t);
+      },
+      static_cast<int>(std::min<int64_t>(n, pool_.n_threads())));
 }
 
 // xb_ rows = RMSNorm(hidden rows) * weight, per token.
@@ -102,9 +104,8 @@ void Stage::norm_rows(int64_t n, const float* hidden, const std::vector<float>& 
 // hidden rows += proj_ rows.
 void Stage::add_residual(int64_t n, float* hidden) {
   const int64_t n_embd = config_.n_embd;
-  for_tokens(n, [&](int64_t t) {
-    kernels::add(hidden + t * n_embd, proj_.data() + t * n_embd, hidden + t * n_embd, n_embd);
-  });
+  for_tokens(
+      n, [&](int64_t t) { kernels::add(hidden + t * n_embd, proj_.data() + t * n_embd, hidden + t * n_embd, n_embd); });
 }
 
 void Stage::ensure_scratch(int64_t n) {
@@ -175,8 +176,8 @@ void Stage::last_ffn_block(const LayerWeights& w, const TokenBatch& batch, float
     if (batch.output[t]) std::copy_n(out_hidden_.data() + (r++) * n_embd, n_embd, hidden + t * n_embd);
 }
 
-void Stage::attention_block(const LayerWeights& w, int64_t il, const TokenBatch& batch,
-                            const std::vector<int>& slots, float* hidden) {
+void Stage::attention_block(const LayerWeights& w, int64_t il, const TokenBatch& batch, const std::vector<int>& slots,
+                            float* hidden) {
   const auto& c = config_;
   const int64_t n = static_cast<int64_t>(batch.size());
   const int64_t n_embd = c.n_embd, q_dim = c.q_dim(), kv_dim = c.kv_dim();

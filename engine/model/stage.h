@@ -23,8 +23,8 @@
 namespace baton {
 
 struct StageOptions {
-  int64_t n_ctx = 0;        // positions per sequence; <= 0: the model's, capped at 4096
-  int max_sequences = 1;    // KV cache slots
+  int64_t n_ctx = 0;                                       // positions per sequence; <= 0: the model's, capped at 4096
+  int max_sequences = 1;                                   // KV cache slots
   WeightPlacement placement = WeightPlacement::kResident;  // see weights.h
 };
 
@@ -59,8 +59,8 @@ class Stage {
   int active_sequences() const { return cache_.n_active(); }  // sequences holding a cache slot
 
  private:
-  void attention_block(const LayerWeights& w, int64_t il_local, const TokenBatch& batch,
-                       const std::vector<int>& slots, float* hidden);
+  void attention_block(const LayerWeights& w, int64_t il_local, const TokenBatch& batch, const std::vector<int>& slots,
+                       float* hidden);
   // orders: one per token (MatmulDriver::matmul).
   void ffn_block(const LayerWeights& w, int64_t n_tokens, float* hidden, std::span<const kernels::RowOrder> orders);
   // The model's last layer's FFN on the output rows only (see forward()).
@@ -72,7 +72,7 @@ class Stage {
   template <class Fn>
   void for_tokens(int64_t n, Fn&& fn);
   void norm_rows(int64_t n, const float* hidden, const std::vector<float>& weight);  // into xb_
-  void add_residual(int64_t n, float* hidden);                                        // += proj_
+  void add_residual(int64_t n, float* hidden);                                       // += proj_
 
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig config_;
@@ -86,22 +86,22 @@ class Stage {
   kernels::RopeConfig rope_;
   kernels::AttentionShape attn_shape_;
   std::vector<kernels::AttentionQuery> attn_queries_;
-  std::vector<int64_t> seq_rows_;     // per token: rows of its sequence in this batch
+  std::vector<int64_t> seq_rows_;              // per token: rows of its sequence in this batch
   std::vector<kernels::RowOrder> orders_;      // per token (its hint, or kernels::row_orders)
   std::vector<uint8_t> tiled_;                 // per token: attention in llama.cpp's tiled mode
   std::vector<kernels::RowOrder> out_orders_;  // per output row, among the output rows
-  std::vector<float> out_hidden_;     // [n_outputs, n_embd] for the last layer's FFN
+  std::vector<float> out_hidden_;              // [n_outputs, n_embd] for the last layer's FFN
 
   // scratch, resized on demand
   int64_t scratch_tokens_ = 0;
-  std::vector<float> xb_;      // [n, n_embd]  normalised input
-  std::vector<float> q_;       // [n, q_dim]
-  std::vector<float> k_;       // [n, kv_dim]
-  std::vector<float> v_;       // [n, kv_dim]
-  std::vector<float> att_;     // [n, q_dim]   attention output
-  std::vector<float> proj_;    // [n, n_embd]  block output before the residual
-  std::vector<float> gate_;    // [n, n_ff]
-  std::vector<float> up_;      // [n, n_ff]
+  std::vector<float> xb_;    // [n, n_embd]  normalised input
+  std::vector<float> q_;     // [n, q_dim]
+  std::vector<float> k_;     // [n, kv_dim]
+  std::vector<float> v_;     // [n, kv_dim]
+  std::vector<float> att_;   // [n, q_dim]   attention output
+  std::vector<float> proj_;  // [n, n_embd]  block output before the residual
+  std::vector<float> gate_;  // [n, n_ff]
+  std::vector<float> up_;    // [n, n_ff]
 };
 
 // The context length a stage/engine uses: requested if > 0, else min(n_ctx_train, kDefaultContextCap).

@@ -43,9 +43,7 @@ Matrix bind_matrix(const gguf::GgufFile& file, const std::string& name, int64_t 
 }
 
 // The matrices of a layer, in a fixed order.
-std::array<Matrix*, 7> matrices(LayerWeights& w) {
-  return {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down};
-}
+std::array<Matrix*, 7> matrices(LayerWeights& w) { return {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}; }
 
 size_t matrix_bytes(const Matrix& m) { return m.row_bytes * static_cast<size_t>(m.n_rows); }
 
@@ -128,8 +126,8 @@ std::vector<float> load_optional_vector(const gguf::GgufFile& file, const std::s
 
 }  // namespace
 
-std::vector<LayerWeights> bind_layers(const gguf::GgufFile& file, const ModelConfig& c, int64_t first,
-                                      int64_t last, WeightPlacement placement) {
+std::vector<LayerWeights> bind_layers(const gguf::GgufFile& file, const ModelConfig& c, int64_t first, int64_t last,
+                                      WeightPlacement placement) {
   if (first < 0 || last > c.n_layer || first >= last)
     fail("layer range [{}, {}) is not inside the model's {} layers", first, last, c.n_layer);
   std::vector<LayerWeights> layers;

@@ -19,12 +19,12 @@ namespace baton {
 using Matrix = kernels::WeightView;
 
 struct LayerWeights {
-  std::vector<float> attn_norm;              // [n_embd]
-  Matrix wq, wk, wv, wo;                     // [q_dim, n_embd] [kv_dim, n_embd] x2, [n_embd, q_dim]
-  std::vector<float> bq, bk, bv;             // qwen2 only: [q_dim] [kv_dim] [kv_dim]
-  std::vector<float> q_norm, k_norm;         // qwen3 only: [head_dim]
-  std::vector<float> ffn_norm;               // [n_embd]
-  Matrix w_gate, w_up, w_down;               // [n_ff, n_embd] x2, [n_embd, n_ff]
+  std::vector<float> attn_norm;       // [n_embd]
+  Matrix wq, wk, wv, wo;              // [q_dim, n_embd] [kv_dim, n_embd] x2, [n_embd, q_dim]
+  std::vector<float> bq, bk, bv;      // qwen2 only: [q_dim] [kv_dim] [kv_dim]
+  std::vector<float> q_norm, k_norm;  // qwen3 only: [head_dim]
+  std::vector<float> ffn_norm;        // [n_embd]
+  Matrix w_gate, w_up, w_down;        // [n_ff, n_embd] x2, [n_embd, n_ff]
   // The memory of matrices copied out of the mmap at load (shared by the layers of one
   // bind_layers call); null when they are views into the mmap.
   std::shared_ptr<const WeightArena> storage;
@@ -41,15 +41,14 @@ enum class WeightPlacement {
 
 // Binds blk.{il}.* for il in [first, last) and places the matrices. Throws baton::Error naming a
 // missing or misshapen tensor.
-std::vector<LayerWeights> bind_layers(const gguf::GgufFile& file, const ModelConfig& config,
-                                      int64_t first, int64_t last,
-                                      WeightPlacement placement = WeightPlacement::kResident);
+std::vector<LayerWeights> bind_layers(const gguf::GgufFile& file, const ModelConfig& config, int64_t first,
+                                      int64_t last, WeightPlacement placement = WeightPlacement::kResident);
 
 struct HeadWeights {
-  Matrix token_embd;                 // [n_vocab, n_embd]
-  std::vector<float> output_norm;    // [n_embd]
-  Matrix output;                     // [n_vocab, n_embd]; token_embd when tied
-  std::vector<float> rope_freqs;     // [n_rot / 2] llama3-style frequency factors, or empty
+  Matrix token_embd;                           // [n_vocab, n_embd]
+  std::vector<float> output_norm;              // [n_embd]
+  Matrix output;                               // [n_vocab, n_embd]; token_embd when tied
+  std::vector<float> rope_freqs;               // [n_rot / 2] llama3-style frequency factors, or empty
   std::shared_ptr<const WeightArena> storage;  // output's memory when placed kResident (untied)
 };
 

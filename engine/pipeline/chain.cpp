@@ -56,8 +56,7 @@ Chain::Chain(const ModelFront& front, std::vector<StageAssignment> stages, Chain
   no.auth = *options_.auth;
   // A take-over notice is noted on the I/O thread, before the close that follows it is seen.
   node_ = std::make_unique<net::Node>(std::move(no), [this, push = inbox_.handler()](net::Incoming&& in) {
-    if (const auto* e = std::get_if<net::ErrorReport>(&in.message);
-        e && e->code == ErrorCode::kTakenOver) {
+    if (const auto* e = std::get_if<net::ErrorReport>(&in.message); e && e->code == ErrorCode::kTakenOver) {
       spdlog::error("coordinator '{}': {}", options_.coordinator_id, e->message);
       std::lock_guard lock(notices_mutex_);
       taken_over_[in.connection->id()] = e->message;
@@ -194,10 +193,8 @@ bool Chain::repair() {
     if (links_[i]->connection) links_[i]->connection->close("reconnecting");
     connect_link(i, deadline, timeout_s);
   }
-  if (lost.empty())
-    spdlog::debug("coordinator: loading the plan again");
-  else
-    spdlog::info("coordinator: reconnected {}; loading the plan again", fmt::join(lost, ", "));
+  if (lost.empty()) spdlog::debug("coordinator: loading the plan again");
+  else spdlog::info("coordinator: reconnected {}; loading the plan again", fmt::join(lost, ", "));
   try {
     load_all(false);
   } catch (const std::exception& e) {

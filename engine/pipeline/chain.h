@@ -36,10 +36,10 @@ struct ChainOptions {
   // Liveness: a link silent this long is a frozen or unreachable node (closed, see chain.cpp).
   double heartbeat_timeout_s = 3;
   net::DType activations = net::DType::kF32;  // on the wire between stages
-  int max_sequences = 1;                // KV cache slots on every worker
+  int max_sequences = 1;                      // KV cache slots on every worker
   // One forward pass through the chain: a pass lost without a closed connection fails after this.
   std::chrono::milliseconds request_timeout{30000};
-  int max_in_flight = 0;                // RemoteLayers passes in flight; <= 0: one per stage
+  int max_in_flight = 0;  // RemoteLayers passes in flight; <= 0: one per stage
   // Who this coordinator is to its workers (Prepare option `coordinator`): a worker held by
   // another instance refuses the load naming its holder. Empty: "<program> pid N on HOST".
   std::string coordinator_id;

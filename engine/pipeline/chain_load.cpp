@@ -59,7 +59,8 @@ void Chain::load_all(bool initial) {
         std::vector<std::string> silent;
         for (size_t i = 0; i < plan_.size(); ++i)
           if (!ready[i]) silent.push_back(name(i));
-        failures.push_back(fmt::format("{} did not answer within {} s", fmt::join(silent, ", "), options_.load_timeout_s));
+        failures.push_back(
+            fmt::format("{} did not answer within {} s", fmt::join(silent, ", "), options_.load_timeout_s));
         break;
       }
       const size_t i = link_index(in->connection);

@@ -29,26 +29,26 @@ struct StageMetrics {
 // over the passes where the receiver had a clock estimate for that link (docs/PROTOCOL.md,
 // "Per-hop network time"). |network_ms - true| <= error_ms.
 struct HopMetrics {
-  std::string from, to;   // node ids, or "coordinator"
-  double network_ms = 0;  // sum of the per-pass estimates, each clamped to [0, that pass's all hops]
-  double error_ms = 0;    // sum of their error bounds
-  double bytes = 0;       // activation bytes over this hop (all passes)
-  uint64_t passes = 0;    // passes measured
-  uint64_t tokens = 0;    // their tokens
+  std::string from, to;     // node ids, or "coordinator"
+  double network_ms = 0;    // sum of the per-pass estimates, each clamped to [0, that pass's all hops]
+  double error_ms = 0;      // sum of their error bounds
+  double bytes = 0;         // activation bytes over this hop (all passes)
+  uint64_t passes = 0;      // passes measured
+  uint64_t tokens = 0;      // their tokens
   uint64_t unmeasured = 0;  // passes without a clock estimate for this link
 };
 struct ClusterMetrics {
-  uint64_t passes = 0;           // completed forward passes
-  uint64_t tokens = 0;           // their tokens
-  uint64_t failed_passes = 0;    // lost to an error
-  double round_trip_ms = 0;      // coordinator: Forward handed to the connection -> Hidden received
-  double network_ms = 0;         // round trip - sum of stage residences: all hops, wire + (de)serialisation
-  double bytes_to_first = 0;     // activation bytes coordinator -> first stage
+  uint64_t passes = 0;               // completed forward passes
+  uint64_t tokens = 0;               // their tokens
+  uint64_t failed_passes = 0;        // lost to an error
+  double round_trip_ms = 0;          // coordinator: Forward handed to the connection -> Hidden received
+  double network_ms = 0;             // round trip - sum of stage residences: all hops, wire + (de)serialisation
+  double bytes_to_first = 0;         // activation bytes coordinator -> first stage
   std::vector<StageMetrics> stages;  // plan order
-  std::vector<HopMetrics> hops;  // stages.size() + 1, chain order
-  std::string activations;       // "f32", "f16" or "bf16"
+  std::vector<HopMetrics> hops;      // stages.size() + 1, chain order
+  std::string activations;           // "f32", "f16" or "bf16"
   int max_in_flight = 1;
-  int peak_in_flight = 0;        // most passes that were in the chain at once
+  int peak_in_flight = 0;  // most passes that were in the chain at once
 };
 
 }  // namespace baton::pipeline

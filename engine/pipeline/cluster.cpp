@@ -16,12 +16,10 @@ ChainOptions chain_options(const ClusterConfig& config, const ClusterOptions& op
     if (!d) fail("{}: cluster.activations must be f32, f16 or bf16, found '{}'", config.source, config.activations);
     co.activations = *d;
   }
-  if (config.insecure)
-    co.auth = net::AuthConfig::insecure();
+  if (config.insecure) co.auth = net::AuthConfig::insecure();
   else if (!config.secret_file.empty())
     co.auth = net::AuthConfig::with_secret(net::load_secret_file(config.secret_file));
-  else
-    fail("{}: cluster needs secret_file or `insecure: true`", config.source);
+  else fail("{}: cluster needs secret_file or `insecure: true`", config.source);
   co.connect_timeout_s = config.connect_timeout_s;
   co.load_timeout_s = config.load_timeout_s;
   co.heartbeat_timeout_s = config.heartbeat_timeout_s;

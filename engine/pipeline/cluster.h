@@ -25,13 +25,13 @@
 namespace baton::pipeline {
 
 struct ClusterOptions {
-  int threads = 0;         // coordinator threads for embedding and head; <= 0: all cores
-  int64_t n_ctx = 0;       // <= 0: the model's, capped at 4096; sent to every worker
-  int max_sequences = 1;   // KV cache slots on every worker
+  int threads = 0;        // coordinator threads for embedding and head; <= 0: all cores
+  int64_t n_ctx = 0;      // <= 0: the model's, capped at 4096; sent to every worker
+  int max_sequences = 1;  // KV cache slots on every worker
   // One forward pass through the chain (engine-coordinator/engine-run/engine-bench
   // --request-timeout): a pass lost without a closed connection fails after this long.
   std::chrono::milliseconds request_timeout{30000};
-  int max_in_flight = 0;   // RemoteLayers passes in flight; <= 0: one per stage
+  int max_in_flight = 0;  // RemoteLayers passes in flight; <= 0: one per stage
   // Activations on the wire; nullopt: the YAML's cluster.activations (default f32, exact).
   std::optional<net::DType> activations;
   // Who this coordinator is to its workers (Prepare option `coordinator`): a worker held by
@@ -44,7 +44,8 @@ struct ClusterOptions {
 
 // The tools' --take-over and --request-timeout help, one wording for all.
 inline constexpr const char* kTakeOverHelp =
-    "take over workers that another coordinator holds (it is told, logs it and answers 503; default: refuse, naming it)";
+    "take over workers that another coordinator holds (it is told, logs it and answers 503; default: refuse, naming "
+    "it)";
 inline constexpr const char* kRequestTimeoutHelp =
     "seconds one forward pass through the workers may take before its request fails (default 30)";
 

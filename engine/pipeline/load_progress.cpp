@@ -95,7 +95,8 @@ std::string LoadProgress::line() const {
   std::lock_guard lock(mutex_);
   const double s = std::chrono::duration<double>(Clock::now() - phase_start_).count();
   const double limit = static_cast<double>(limit_.count()) / 1000.0;
-  if (phase_ == "joining") return fmt::format("{}/{} nodes registered ... {:.0f} s / {:.0f} s", registered_, wanted_, s, limit);
+  if (phase_ == "joining")
+    return fmt::format("{}/{} nodes registered ... {:.0f} s / {:.0f} s", registered_, wanted_, s, limit);
   if (phase_ == "connecting")
     return waiting_for_.empty() ? fmt::format("{}/{} nodes connected", connected_, total_)
                                 : fmt::format("waiting for {} ... {:.0f} s / {:.0f} s ({}/{} nodes connected)",

@@ -27,12 +27,12 @@ class LoadProgress {
 
   // A new phase ("joining", "connecting", "loading") over `total` nodes, waiting at most `limit`.
   void begin(const std::string& phase, size_t total, std::chrono::milliseconds limit);
-  void registered(size_t count, size_t wanted);   // joining: nodes registered of those wanted
-  void waiting_for(const std::string& node_id);   // connecting: the node being connected to
-  void connected(size_t count);                   // connecting: nodes connected
-  void ready(size_t count, uint64_t bytes);       // loading: nodes ready, bytes they reported
+  void registered(size_t count, size_t wanted);     // joining: nodes registered of those wanted
+  void waiting_for(const std::string& node_id);     // connecting: the node being connected to
+  void connected(size_t count);                     // connecting: nodes connected
+  void ready(size_t count, uint64_t bytes);         // loading: nodes ready, bytes they reported
   void pending(std::vector<std::string> node_ids);  // loading: the nodes not ready yet
-  void done();                                    // serving: no more lines
+  void done();                                      // serving: no more lines
 
   nlohmann::json to_json() const;  // {"phase", "nodes_total", "nodes_connected", "nodes_ready", ...}
   std::string line() const;        // the progress line logged now

@@ -17,8 +17,7 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 void RemoteLayers::forward(const TokenBatch& batch, std::vector<float>& hidden, std::vector<float>& out_rows) {
-  if (!passes_.empty())
-    fail("forward: {} submitted passes are unfinished; finish() them first", passes_.size());
+  if (!passes_.empty()) fail("forward: {} submitted passes are unfinished; finish() them first", passes_.size());
   submit(batch, hidden);
   finish(out_rows);
 }
@@ -162,9 +161,9 @@ void RemoteLayers::finish(std::vector<float>& out_rows) {
     hop.tokens += p.n_tokens;
   };
   for (size_t i = 0; i < timings.size(); ++i)
-    add_hop(m.hops[i], {timings[i].hop_in_ms, timings[i].hop_in_error_ms},
-            i == 0 ? static_cast<double>(p.n_tokens * n_embd * net::dtype_size(c.activations_))
-                   : timings[i - 1].bytes_out);
+    add_hop(
+        m.hops[i], {timings[i].hop_in_ms, timings[i].hop_in_error_ms},
+        i == 0 ? static_cast<double>(p.n_tokens * n_embd * net::dtype_size(c.activations_)) : timings[i - 1].bytes_out);
   add_hop(m.hops.back(), back, timings.back().bytes_out);
 }
 

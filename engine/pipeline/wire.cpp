@@ -18,8 +18,8 @@ std::vector<net::TokenInfo> to_wire(const TokenBatch& batch) {
     if (batch.seq_ids[i] > std::numeric_limits<uint32_t>::max())
       fail("sequence id {} does not fit the wire's 32 bits", batch.seq_ids[i]);
     if (batch.positions[i] < 0) fail("token {} has negative position {}", i, batch.positions[i]);
-    out.push_back({static_cast<uint32_t>(batch.seq_ids[i]), static_cast<uint32_t>(batch.positions[i]),
-                   batch.output[i] != 0});
+    out.push_back(
+        {static_cast<uint32_t>(batch.seq_ids[i]), static_cast<uint32_t>(batch.positions[i]), batch.output[i] != 0});
   }
   return out;
 }

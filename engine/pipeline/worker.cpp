@@ -125,7 +125,8 @@ void Worker::dispatch(net::Incoming& in) {
 
 void Worker::report(const net::ConnectionPtr& from, net::ErrorCode code, const std::string& message,
                     std::optional<uint64_t> micro_batch) {
-  const net::ConnectionPtr& to = load_ && load_->coordinator && load_->coordinator->is_open() ? load_->coordinator : from;
+  const net::ConnectionPtr& to =
+      load_ && load_->coordinator && load_->coordinator->is_open() ? load_->coordinator : from;
   if (to) to->send(net::ErrorReport{code, message, micro_batch});
 }
 
@@ -172,20 +173,18 @@ void Worker::handle(net::Incoming& in) {
             }
           }
         } else if constexpr (std::is_same_v<T, net::Forward>) {
-          on_forward(m, in.body, from,
-                     in.received_at == Clock::time_point{} ? Clock::now() : in.received_at);
+          on_forward(m, in.body, from, in.received_at == Clock::time_point{} ? Clock::now() : in.received_at);
         } else if constexpr (std::is_same_v<T, net::ResetSequence>) {
           // Applied here, then passed along the chain on the same connection as the Forwards,
           // so it reaches every stage after the passes sent before it and before those after.
           if (load_ && load_->stage) {
-            if (m.all)
-              load_->stage->reset_all();
+            if (m.all) load_->stage->reset_all();
             else
               for (uint32_t id : m.seq_ids) load_->stage->reset_sequence(id);
             if (load_->next && !load_->next->send(m))
-              report(from, ErrorCode::kNextHop,
-                     fmt::format("node {}: cannot pass ResetSequence to next hop {}", options_.node_id,
-                                 load_->next_name));
+              report(
+                  from, ErrorCode::kNextHop,
+                  fmt::format("node {}: cannot pass ResetSequence to next hop {}", options_.node_id, load_->next_name));
           }
         } else if constexpr (std::is_same_v<T, net::StatsRequest>) {
           net::Stats s;
@@ -209,7 +208,8 @@ void Worker::handle(net::Incoming& in) {
           probe.node_id = options_.node_id;
           probe.host = options_.host;
           probe.port = port_;
-          probe.threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
+          probe.threads =
+              options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
           from->send(net::Heartbeat{registry::probe_node(probe, *file_)});
         } else if constexpr (std::is_same_v<T, net::Goodbye>) {
           from->close("goodbye");
@@ -228,19 +228,21 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
                              load_->coordinator->id() != from->id() && load_->holder != holder;
   if (held_by_other) {
     const std::string current = describe_holder(load_->holder, load_->coordinator);
-    const std::string layers = load_->stage ? fmt::format("layers {}..{}", load_->layers.begin, load_->layers.last())
-                                            : std::string("a load");
+    const std::string layers =
+        load_->stage ? fmt::format("layers {}..{}", load_->layers.begin, load_->layers.last()) : std::string("a load");
     if (prepare_option(p, kOptionTakeOver) != "1") {
       const std::string reason = fmt::format(
           "node {} belongs to {}, which holds {}: stop that coordinator, or take the node over with --take-over",
           options_.node_id, current, layers);
-      spdlog::warn("{}: refusing load {} from {}: {}", options_.node_id, p.load_id, describe_holder(holder, from), reason);
+      spdlog::warn("{}: refusing load {} from {}: {}", options_.node_id, p.load_id, describe_holder(holder, from),
+                   reason);
       from->send(net::Failed{p.load_id, reason});
       return;
     }
-    const std::string notice = fmt::format("node {} was taken over by {} (--take-over): its {} for this coordinator "
-                                           "are released",
-                                           options_.node_id, describe_holder(holder, from), layers);
+    const std::string notice = fmt::format(
+        "node {} was taken over by {} (--take-over): its {} for this coordinator "
+        "are released",
+        options_.node_id, describe_holder(holder, from), layers);
     spdlog::warn("{}: taken over: {} replaces {}", options_.node_id, describe_holder(holder, from), current);
     // Tell the displaced coordinator why before its connection closes (close() flushes).
     load_->coordinator->send(net::ErrorReport{ErrorCode::kTakenOver, notice});
@@ -275,7 +277,8 @@ void Worker::on_prepare(const net::Prepare& p, const net::ConnectionPtr& from) {
     so.placement = options_.placement;
     so.n_ctx = static_cast<int64_t>(p.n_ctx);  // ranges checked by net::check_message
     so.max_sequences = static_cast<int>(p.max_sequences);
-    if (!pool_) pool_ = std::make_unique<kernels::ThreadPool>(options_.threads > 0 ? options_.threads : default_thread_count());
+    if (!pool_)
+      pool_ = std::make_unique<kernels::ThreadPool>(options_.threads > 0 ? options_.threads : default_thread_count());
     auto load = std::make_unique<Load>();
     load->load_id = p.load_id;
     load->config = ModelConfig::from_metadata(file_->metadata());
@@ -311,7 +314,8 @@ bool Worker::try_readopt(const net::Prepare& p, const net::ConnectionPtr& from, 
   if (!load_ || !load_->reusable || identity_ != p.model_identity || load_->activations != p.activation_dtype ||
       load_->layers != LayerSpan::from_inclusive(p.layer_first, p.layer_last))
     return false;
-  if (static_cast<int64_t>(p.n_ctx) != load_->stage->n_ctx() || static_cast<int>(p.max_sequences) != load_->max_sequences)
+  if (static_cast<int64_t>(p.n_ctx) != load_->stage->n_ctx() ||
+      static_cast<int>(p.max_sequences) != load_->max_sequences)
     return false;
   const std::string next_name =
       p.next_hop ? fmt::format("{} ({}:{})", p.next_hop->node_id, p.next_hop->host, p.next_hop->port) : "";
@@ -344,10 +348,10 @@ bool Worker::try_readopt(const net::Prepare& p, const net::ConnectionPtr& from, 
 void Worker::on_forward(const net::Forward& f, const net::Payload& body, const net::ConnectionPtr& from,
                         Clock::time_point received_at) {
   if (!load_ || !load_->committed) {
-    report(from, ErrorCode::kNotServing,
-           fmt::format("node {}: Forward of micro-batch {} before a committed load", options_.node_id,
-                       f.micro_batch_id),
-           f.micro_batch_id);
+    report(
+        from, ErrorCode::kNotServing,
+        fmt::format("node {}: Forward of micro-batch {} before a committed load", options_.node_id, f.micro_batch_id),
+        f.micro_batch_id);
     return;
   }
   const size_t n_embd = static_cast<size_t>(load_->config.n_embd);
@@ -399,8 +403,8 @@ void Worker::on_forward(const net::Forward& f, const net::Payload& body, const n
     auto next_body = encode(next, hidden_.data(), batch.size());
     if (!load_->next->send(next, std::move(next_body)))
       report(from, ErrorCode::kNextHop,
-             fmt::format("node {}: cannot send micro-batch {} to next hop {}: {}", options_.node_id,
-                         f.micro_batch_id, load_->next_name,
+             fmt::format("node {}: cannot send micro-batch {} to next hop {}: {}", options_.node_id, f.micro_batch_id,
+                         load_->next_name,
                          load_->next->close_info() ? load_->next->close_info()->reason : "connection closed"),
              f.micro_batch_id);
     return;

@@ -47,8 +47,7 @@ void convert_rows(const gguf::TensorInfo& t, const uint8_t* src, const kernels::
 
 }  // namespace
 
-QuantizeResult quantize_model(const std::string& in_path, const std::string& out_path,
-                              const QuantizeOptions& options) {
+QuantizeResult quantize_model(const std::string& in_path, const std::string& out_path, const QuantizeOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(out_path, ec) && fs::equivalent(in_path, out_path, ec))
@@ -70,11 +69,10 @@ QuantizeResult quantize_model(const std::string& in_path, const std::string& out
     // variants are the activation quantizers, which round ties differently
     const auto* to = kernels::find_type_ops(plan[i].type, kernels::Isa::kScalar);
     if (!from || !from->to_float)
-      fail<UnsupportedError>("quantize: tensor '{}' in '{}' has type {}, which this build cannot read",
-                             t.name, in_path, ggml_type_name(t.type));
+      fail<UnsupportedError>("quantize: tensor '{}' in '{}' has type {}, which this build cannot read", t.name, in_path,
+                             ggml_type_name(t.type));
     if (!to || !to->from_float)
-      fail<UnsupportedError>("quantize: no quantizer for type {} (tensor '{}')", ggml_type_name(plan[i].type),
-                             t.name);
+      fail<UnsupportedError>("quantize: no quantizer for type {} (tensor '{}')", ggml_type_name(plan[i].type), t.name);
     ops[i] = {from, to};
   }
 

@@ -21,14 +21,13 @@ struct QuantizeOptions {
 };
 
 struct QuantizeResult {
-  uint64_t in_bytes = 0;    // tensor data bytes in the input
-  uint64_t out_bytes = 0;   // tensor data bytes in the output
-  size_t n_quantized = 0;   // tensors converted (the rest were copied)
+  uint64_t in_bytes = 0;   // tensor data bytes in the input
+  uint64_t out_bytes = 0;  // tensor data bytes in the output
+  size_t n_quantized = 0;  // tensors converted (the rest were copied)
 };
 
 // Throws FormatError (bad input), UnsupportedError (a tensor type with no kernels, no fallback
 // type) or Error (I/O), each naming the file or tensor. The input must not be the output.
-QuantizeResult quantize_model(const std::string& in_path, const std::string& out_path,
-                              const QuantizeOptions& options);
+QuantizeResult quantize_model(const std::string& in_path, const std::string& out_path, const QuantizeOptions& options);
 
 }  // namespace baton::quantize

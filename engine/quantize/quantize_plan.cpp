@@ -110,8 +110,10 @@ GgmlType choose(const gguf::TensorInfo& t, FileType ftype, Counters& c, uint32_t
       case GgmlType::kQ5_K: fallback = GgmlType::kQ5_1; break;
       case GgmlType::kQ6_K: fallback = GgmlType::kQ8_0; break;
       default:
-        fail<UnsupportedError>("tensor '{}': rows of {} elements do not fit {} blocks and there is no fallback type "
-                               "for it here (llama.cpp would use IQ4_NL)", t.name, nx, ggml_type_name(type));
+        fail<UnsupportedError>(
+            "tensor '{}': rows of {} elements do not fit {} blocks and there is no fallback type "
+            "for it here (llama.cpp would use IQ4_NL)",
+            t.name, nx, ggml_type_name(type));
     }
     type = nx % require_ggml_type(fallback).block_size == 0 ? fallback : GgmlType::kF16;
   }

@@ -18,8 +18,16 @@
 namespace baton::quantize {
 
 enum class FileType : uint32_t {  // llama_ftype ids, written as general.file_type
-  kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 7, kQ5_0 = 8, kQ5_1 = 9, kQ2_K = 10, kQ3_K_M = 12,
-  kQ4_K_M = 15, kQ5_K_M = 17, kQ6_K = 18,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ8_0 = 7,
+  kQ5_0 = 8,
+  kQ5_1 = 9,
+  kQ2_K = 10,
+  kQ3_K_M = 12,
+  kQ4_K_M = 15,
+  kQ5_K_M = 17,
+  kQ6_K = 18,
 };
 
 // "Q4_K_M", "q8_0", ... -> the file type; nullopt when unknown or not supported here.
@@ -32,15 +40,15 @@ std::string supported_file_type_names();
 GgmlType base_type(FileType ftype);
 
 struct TensorPlan {
-  size_t index;       // the tensor's index in file.tensors()
-  GgmlType type;      // type to write
-  bool quantize;      // false: the tensor's bytes are copied as they are
+  size_t index;   // the tensor's index in file.tensors()
+  GgmlType type;  // type to write
+  bool quantize;  // false: the tensor's bytes are copied as they are
 };
 
 // One entry per tensor of `file`, in llama.cpp's output order: tensors outside blk.N first,
 // then by layer number, each group by name (llama_model_loader's weight order, which is also
-// the order in which llama-quantize's attn_v / ffn_down layer counters advance). Throws UnsupportedError naming the tensor
-// when a fallback type has no block size that divides its rows.
+// the order in which llama-quantize's attn_v / ffn_down layer counters advance). Throws UnsupportedError naming the
+// tensor when a fallback type has no block size that divides its rows.
 std::vector<TensorPlan> plan_tensor_types(const gguf::GgufFile& file, FileType ftype);
 
 }  // namespace baton::quantize

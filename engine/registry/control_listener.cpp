@@ -8,8 +8,7 @@ namespace baton::registry {
 
 using namespace std::chrono_literals;
 
-ControlListener::ControlListener(NodeRegistry& registry, net::AuthConfig auth, const std::string& host,
-                                 uint16_t port)
+ControlListener::ControlListener(NodeRegistry& registry, net::AuthConfig auth, const std::string& host, uint16_t port)
     : registry_(registry) {
   net::NodeOptions no;
   no.node_id = "coordinator";
@@ -46,8 +45,8 @@ void ControlListener::run() {
       try {
         handle(*in);
       } catch (const std::exception& e) {
-        spdlog::error("registry: {} from {} failed: {}", net::message_name(in->message),
-                      in->connection->peer().address, e.what());
+        spdlog::error("registry: {} from {} failed: {}", net::message_name(in->message), in->connection->peer().address,
+                      e.what());
         in->connection->close(e.what());
       }
     }
@@ -62,8 +61,9 @@ void ControlListener::handle(net::Incoming& in) {
     if (s.node_id != hello_id) {
       spdlog::warn("registry event=refused node={} address={} reason=\"it authenticated as '{}'\"", s.node_id,
                    c->peer().address, hello_id);
-      c->send(net::ErrorReport{net::ErrorCode::kBadRequest, fmt::format("registered as '{}' on a connection authenticated as '{}'",
-                                              s.node_id, hello_id)});
+      c->send(net::ErrorReport{
+          net::ErrorCode::kBadRequest,
+          fmt::format("registered as '{}' on a connection authenticated as '{}'", s.node_id, hello_id)});
       c->close("node id mismatch");
       return false;
     }

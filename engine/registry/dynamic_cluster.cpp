@@ -62,7 +62,8 @@ DynamicCluster::DynamicCluster(const ClusterConfig& config, DynamicClusterOption
   ro.n_layer = footprint_.n_layer;
   registry_ = std::make_unique<NodeRegistry>(ro);
   if (config_.registry.empty()) {
-    control_ = std::make_unique<ControlListener>(*registry_, auth_of(config_), config_.master_host, config_.control_port);
+    control_ =
+        std::make_unique<ControlListener>(*registry_, auth_of(config_), config_.master_host, config_.control_port);
   } else {
     backend_ = EtcdRegistry::open(config_.registry);
     registry_->sync_from_backend(backend_->list());
@@ -111,21 +112,23 @@ void DynamicCluster::monitor() {
         {
           std::lock_guard lock(plan_mutex_);
           if (broken_.empty())
-            broken_ = fmt::format("node {} (layers {}) went offline ({}); the loaded pipeline is broken until "
-                                  "the coordinator re-plans",
-                                  p.record.node_id, to_string(p.stage.layers), why);
+            broken_ = fmt::format(
+                "node {} (layers {}) went offline ({}); the loaded pipeline is broken until "
+                "the coordinator re-plans",
+                p.record.node_id, to_string(p.stage.layers), why);
         }
         // A silent node (frozen, or cut off without a FIN) keeps its connection open: fail the
         // passes waiting on it now, so the scheduler's repair re-plans instead of waiting out
         // the pipeline's request timeout.
         std::lock_guard lock(cluster_mutex_);
-        if (cluster_) cluster_->abandon_node(p.record.node_id, fmt::format("node {} went offline ({})", p.record.node_id,
-                                                                           why));
+        if (cluster_)
+          cluster_->abandon_node(p.record.node_id, fmt::format("node {} went offline ({})", p.record.node_id, why));
       }
       if (now == NodeState::kOffline && it->second != NodeState::kOffline)
-        spdlog::warn("registry event=re-plan node={} reason=\"planned node (layers {}) offline: {}; cluster not "
-                     "ready until a re-plan over the nodes that remain\"",
-                     p.record.node_id, to_string(p.stage.layers), why);
+        spdlog::warn(
+            "registry event=re-plan node={} reason=\"planned node (layers {}) offline: {}; cluster not "
+            "ready until a re-plan over the nodes that remain\"",
+            p.record.node_id, to_string(p.stage.layers), why);
       else if (now != NodeState::kOffline && it->second == NodeState::kOffline)
         spdlog::info("registry event=node-back node={} reason=\"planned node online again\"", p.record.node_id);
       it->second = now;
@@ -141,7 +144,8 @@ std::vector<PlannedStage> DynamicCluster::saved_plan_if_complete(const std::vect
   std::vector<NodeRecord> present;  // the online nodes and the pinned ones
   for (const auto& e : online) present.push_back(e.record);
   for (const auto& p : pinned_)
-    if (std::none_of(present.begin(), present.end(), [&](const NodeRecord& r) { return r.node_id == p.record.node_id; }))
+    if (std::none_of(present.begin(), present.end(),
+                     [&](const NodeRecord& r) { return r.node_id == p.record.node_id; }))
       present.push_back(p.record);
   std::vector<PlannedStage> plan;
   int64_t next = 0;
@@ -162,8 +166,7 @@ std::vector<NodeEntry> DynamicCluster::wait_for_nodes() {
   auto last_change = Clock::now();
   size_t last_count = 0;
   const auto progress = pipeline::LoadProgress::current();
-  if (progress)
-    progress->begin("joining", static_cast<size_t>(config_.min_nodes), seconds_ms(config_.join_timeout_s));
+  if (progress) progress->begin("joining", static_cast<size_t>(config_.min_nodes), seconds_ms(config_.join_timeout_s));
   while (true) {
     std::vector<NodeEntry> online;
     for (const auto& e : registry_->entries())
@@ -181,8 +184,9 @@ std::vector<NodeEntry> DynamicCluster::wait_for_nodes() {
     if (enough && !have_saved && Clock::now() - last_change >= options_.settle) return online;
     if (Clock::now() >= deadline) {
       if (enough) {
-        if (have_saved) spdlog::warn("registry: the saved plan's nodes did not all return within {} s; planning anew",
-                                     config_.join_timeout_s);
+        if (have_saved)
+          spdlog::warn("registry: the saved plan's nodes did not all return within {} s; planning anew",
+                       config_.join_timeout_s);
         return online;
       }
       std::vector<std::string> seen;
@@ -227,12 +231,14 @@ void DynamicCluster::load(const std::vector<PlannedStage>& plan) {
   std::vector<StageAssignment> stages;
   for (const auto& p : plan) {
     stages.push_back(p.stage);
-    registry_->set_state(p.record.node_id, NodeState::kLoading, fmt::format("loading layers {}", to_string(p.stage.layers)));
+    registry_->set_state(p.record.node_id, NodeState::kLoading,
+                         fmt::format("loading layers {}", to_string(p.stage.layers)));
   }
   spdlog::info("registry event=load-prepare nodes={}", plan.size());
   std::unique_ptr<pipeline::Chain> fresh;
   try {
-    fresh = std::make_unique<pipeline::Chain>(*front_, std::move(stages), pipeline::chain_options(config_, options_.cluster));
+    fresh = std::make_unique<pipeline::Chain>(*front_, std::move(stages),
+                                              pipeline::chain_options(config_, options_.cluster));
   } catch (const std::exception& e) {
     for (const auto& p : plan) registry_->set_state(p.record.node_id, NodeState::kOnline, "load rolled back");
     spdlog::error("registry event=load-rolled-back reason=\"{}\"", e.what());
@@ -258,7 +264,8 @@ void DynamicCluster::tell_servable(const std::string& refusal) const {
   if (servable_listener_) servable_listener_(refusal);
 }
 
-void DynamicCluster::Runner::forward(const TokenBatch& batch, std::vector<float>& hidden, std::vector<float>& out_rows) {
+void DynamicCluster::Runner::forward(const TokenBatch& batch, std::vector<float>& hidden,
+                                     std::vector<float>& out_rows) {
   current().forward(batch, hidden, out_rows);
 }
 

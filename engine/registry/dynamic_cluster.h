@@ -114,7 +114,7 @@ class DynamicCluster : public api::ClusterView {
   // The loaded pipeline's plan and measurements (empty / nullopt when none is loaded).
   std::vector<StageAssignment> node_plan() const;
   std::optional<pipeline::ClusterMetrics> metrics() const;
-  bool readopted() const { return readopted_; }  // start() reused the saved plan
+  bool readopted() const { return readopted_; }        // start() reused the saved plan
   double serve_again_ms() const { return serve_ms_; }  // construction -> loaded
 
   api::ClusterViewSnapshot snapshot() const override;
@@ -170,14 +170,14 @@ class DynamicCluster : public api::ClusterView {
   std::atomic<bool> stopping_{false};
   std::thread watcher_;
   ModelFootprint footprint_;
-  std::vector<PlannedStage> pinned_;     // mixed topology: listed nodes with layers
-  std::vector<std::string> required_;   // mixed topology: listed nodes without layers (must join)
+  std::vector<PlannedStage> pinned_;   // mixed topology: listed nodes with layers
+  std::vector<std::string> required_;  // mixed topology: listed nodes without layers (must join)
   std::shared_ptr<ModelFront> front_;  // opened once: every chain of every re-plan uses it
   Runner runner_{*this};
   mutable std::mutex plan_mutex_;
-  std::vector<PlannedStage> plan_;  // guarded by plan_mutex_
-  std::string broken_;             // guarded by plan_mutex_: why the loaded pipeline cannot serve
-  std::string replan_error_;       // guarded by plan_mutex_: why the last re-plan or load failed
+  std::vector<PlannedStage> plan_;    // guarded by plan_mutex_
+  std::string broken_;                // guarded by plan_mutex_: why the loaded pipeline cannot serve
+  std::string replan_error_;          // guarded by plan_mutex_: why the last re-plan or load failed
   std::set<std::string> considered_;  // guarded by plan_mutex_: usable node ids at the last plan
   mutable std::mutex cluster_mutex_;  // guards the cluster_ pointer against metrics()/node_plan()
   std::unique_ptr<pipeline::Chain> cluster_;

@@ -38,7 +38,8 @@ api::ClusterViewSnapshot DynamicCluster::snapshot() const {
   };
   std::vector<std::string> problems;
   for (const auto& p : plan) {
-    auto it = std::find_if(entries.begin(), entries.end(), [&](const NodeEntry& e) { return e.record.node_id == p.record.node_id; });
+    auto it = std::find_if(entries.begin(), entries.end(),
+                           [&](const NodeEntry& e) { return e.record.node_id == p.record.node_id; });
     NodeEntry missing;
     missing.record = p.record;
     if (untracked(p.record.node_id)) {  // pinned, never registered: as good as its pipeline
@@ -57,7 +58,8 @@ api::ClusterViewSnapshot DynamicCluster::snapshot() const {
     s.nodes.push_back(v);
   }
   for (const auto& e : entries)
-    if (std::none_of(plan.begin(), plan.end(), [&](const PlannedStage& p) { return p.record.node_id == e.record.node_id; }))
+    if (std::none_of(plan.begin(), plan.end(),
+                     [&](const PlannedStage& p) { return p.record.node_id == e.record.node_id; }))
       s.nodes.push_back(view_of(e));
   s.layers_covered = !plan.empty() && problems.empty();
   std::string broken, replan_error;
@@ -68,15 +70,13 @@ api::ClusterViewSnapshot DynamicCluster::snapshot() const {
   }
   s.ready = loaded_ && s.layers_covered && broken.empty();
   if (!loaded_)
-    s.detail = plan.empty() ? fmt::format("waiting for workers to register ({} known)", entries.size())
-                            : replan_error.empty() ? "loading the planned layers" : replan_error;
-  else if (!problems.empty())
-    s.detail = fmt::format("{}", fmt::join(problems, "; "));
-  else if (!broken.empty())
-    s.detail = broken;
+    s.detail = plan.empty()           ? fmt::format("waiting for workers to register ({} known)", entries.size())
+               : replan_error.empty() ? "loading the planned layers"
+                                      : replan_error;
+  else if (!problems.empty()) s.detail = fmt::format("{}", fmt::join(problems, "; "));
+  else if (!broken.empty()) s.detail = broken;
   if (!s.ready && loaded_ && !replan_error.empty()) s.detail += "; " + replan_error;
   return s;
 }
-
 
 }  // namespace baton::registry

@@ -15,7 +15,8 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 bool DynamicCluster::untracked(const std::string& node_id) const {
-  return std::any_of(pinned_.begin(), pinned_.end(), [&](const PlannedStage& p) { return p.record.node_id == node_id; }) &&
+  return std::any_of(pinned_.begin(), pinned_.end(),
+                     [&](const PlannedStage& p) { return p.record.node_id == node_id; }) &&
          !registry_->find(node_id);
 }
 
@@ -102,7 +103,8 @@ bool DynamicCluster::replan() {
     considered_.clear();
     for (const auto& r : records) considered_.insert(r.node_id);
   } catch (const std::exception& e) {
-    const std::string why = fmt::format("re-planning over the {} usable online node(s) failed: {}", records.size(), e.what());
+    const std::string why =
+        fmt::format("re-planning over the {} usable online node(s) failed: {}", records.size(), e.what());
     const std::string refusal = gone.empty() ? why : fmt::format("{}; {}", fmt::join(gone, "; "), why);
     if (lost) tell_servable(refusal);  // before snapshot() shows replan_error_
     std::string previous;
@@ -129,12 +131,13 @@ bool DynamicCluster::replan() {
   for (const auto& n : next)
     for (const auto& c : current)
       if (n.record.node_id == c.record.node_id && n.stage.layers == c.stage.layers) kept.push_back(n.record.node_id);
-  spdlog::info("registry event=re-plan nodes={} kept={} reloaded={} reason=\"{}{} -> {} node(s){}; unchanged ranges "
-               "(re-adopted, no reload): {}\"",
-               next.size(), kept.size(), count_reloaded(current, next),
-               gone.empty() ? std::string() : fmt::format("{}; ", fmt::join(gone, "; ")), current.size(), next.size(),
-               joined.empty() ? std::string() : fmt::format(", joined: {}", fmt::join(joined, ", ")),
-               kept.empty() ? std::string("none") : fmt::format("{}", fmt::join(kept, ", ")));
+  spdlog::info(
+      "registry event=re-plan nodes={} kept={} reloaded={} reason=\"{}{} -> {} node(s){}; unchanged ranges "
+      "(re-adopted, no reload): {}\"",
+      next.size(), kept.size(), count_reloaded(current, next),
+      gone.empty() ? std::string() : fmt::format("{}; ", fmt::join(gone, "; ")), current.size(), next.size(),
+      joined.empty() ? std::string() : fmt::format(", joined: {}", fmt::join(joined, ", ")),
+      kept.empty() ? std::string("none") : fmt::format("{}", fmt::join(kept, ", ")));
   loaded_ = false;
   std::unique_ptr<pipeline::Chain> old;
   {
@@ -155,7 +158,8 @@ bool DynamicCluster::replan() {
 bool DynamicCluster::recover(const std::string& error) {
   // The registry usually knows at once (a killed worker's control connection drops with its
   // data connection); a silent node takes the heartbeat timeout.
-  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(config_.heartbeat_timeout_s * 1000)) + 1s;
+  const auto deadline =
+      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(config_.heartbeat_timeout_s * 1000)) + 1s;
   uint64_t seen = registry_->version();
   while (!lost_planned_node()) {
     if (Clock::now() >= deadline) return false;

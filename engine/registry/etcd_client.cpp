@@ -75,8 +75,7 @@ std::string snippet(std::string_view s) {
 std::string describe(httplib::Error error, std::chrono::milliseconds timeout) {
   switch (error) {
     case httplib::Error::Connection: return "cannot connect (is etcd running there?)";
-    case httplib::Error::ConnectionTimeout:
-      return fmt::format("no connection within {} ms", timeout.count());
+    case httplib::Error::ConnectionTimeout: return fmt::format("no connection within {} ms", timeout.count());
     case httplib::Error::Read:
       return fmt::format("no complete reply (connection closed, or silent for {} ms)", timeout.count());
     case httplib::Error::Write: return "cannot send the request";
@@ -84,8 +83,7 @@ std::string describe(httplib::Error error, std::chrono::milliseconds timeout) {
   }
 }
 
-void set_timeouts(httplib::Client& client, std::chrono::milliseconds connect,
-                  std::chrono::milliseconds read) {
+void set_timeouts(httplib::Client& client, std::chrono::milliseconds connect, std::chrono::milliseconds read) {
   client.set_connection_timeout(connect);
   client.set_read_timeout(read);
   client.set_write_timeout(connect);
@@ -113,9 +111,8 @@ std::string etcd_error(const json& reply) {
   if (!reply.is_object() || !reply.contains("error")) return {};
   const json& e = reply["error"];
   const json& where = e.is_object() ? e : reply;
-  std::string message = where.contains("message") && where["message"].is_string()
-                            ? where["message"].get<std::string>()
-                            : e.dump();
+  std::string message =
+      where.contains("message") && where["message"].is_string() ? where["message"].get<std::string>() : e.dump();
   for (const char* code_field : {"code", "grpc_code", "http_code"})
     if (where.contains(code_field)) return fmt::format("{} (code {})", message, where[code_field].dump());
   return message;
@@ -176,8 +173,7 @@ std::string etcd_prefix_end(std::string_view prefix) {
 EtcdClient::EtcdClient(std::string host, uint16_t port, Options options)
     : host_(std::move(host)), port_(port), options_(options) {
   bool ipv6 = host_.find(':') != std::string::npos;
-  base_url_ = ipv6 ? fmt::format("http://[{}]:{}", host_, port_)
-                   : fmt::format("http://{}:{}", host_, port_);
+  base_url_ = ipv6 ? fmt::format("http://[{}]:{}", host_, port_) : fmt::format("http://{}:{}", host_, port_);
 }
 
 namespace {
@@ -188,8 +184,8 @@ namespace {
 // etcd's gateway ends error replies with an HTTP trailer (Grpc-Trailer-Content-Type), which
 // cpp-httplib 0.11 does not accept, so it reports a read error after the whole body arrived.
 // A complete JSON body with a status line is therefore an answer even when the read "failed".
-json post(const std::string& host, uint16_t port, const EtcdClient::Options& options,
-          const Site& site, const json& request) {
+json post(const std::string& host, uint16_t port, const EtcdClient::Options& options, const Site& site,
+          const json& request) {
   httplib::Client client(host, port);
   set_timeouts(client, options.timeout, options.timeout);
   httplib::Request req;
@@ -211,14 +207,12 @@ json post(const std::string& host, uint16_t port, const EtcdClient::Options& opt
   httplib::Error http_error = httplib::Error::Success;
   bool completed = client.send(req, res, http_error);
   json reply = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!completed && (status == 0 || reply.is_discarded()))
-    fail_at(site, "{}", describe(http_error, options.timeout));
-  if (reply.is_discarded())
-    fail_at(site, "HTTP {}, reply is not JSON: '{}'", status, snippet(body));
+  if (!completed && (status == 0 || reply.is_discarded())) fail_at(site, "{}", describe(http_error, options.timeout));
+  if (reply.is_discarded()) fail_at(site, "HTTP {}, reply is not JSON: '{}'", status, snippet(body));
   if (std::string error = etcd_error(reply); !error.empty())
-    throw EtcdReplyError(fmt::format("etcd {}{} ({}): etcd says: {} [HTTP {}]", site.base_url, site.path,
-                                     site.operation, error, status),
-                         etcd_grpc_code(reply));
+    throw EtcdReplyError(
+        fmt::format("etcd {}{} ({}): etcd says: {} [HTTP {}]", site.base_url, site.path, site.operation, error, status),
+        etcd_grpc_code(reply));
   if (status != 200) fail_at(site, "HTTP {}: '{}'", status, snippet(body));
   if (reply.contains("result")) reply = reply["result"];
   if (!reply.is_object()) fail_at(site, "reply is not a JSON object: '{}'", snippet(body));
@@ -301,8 +295,7 @@ int64_t EtcdClient::delete_key(std::string_view key) const {
   return int64_field(reply, "deleted", site);
 }
 
-bool EtcdClient::watch_prefix(std::string_view prefix, int64_t start_revision,
-                              std::chrono::milliseconds wait) const {
+bool EtcdClient::watch_prefix(std::string_view prefix, int64_t start_revision, std::chrono::milliseconds wait) const {
   std::string op = fmt::format("watch {}* from revision {}", prefix, start_revision);
   Site site{base_url_, "/v3/watch", op};
   json request = {{"create_request",

@@ -81,8 +81,7 @@ class EtcdClient {
   // >= start_revision, so changes made before the call are not missed). Returns true as soon
   // as one event arrives (or the revision was compacted away: the caller must re-read), false
   // when `wait` passes without one.
-  bool watch_prefix(std::string_view prefix, int64_t start_revision,
-                    std::chrono::milliseconds wait) const;
+  bool watch_prefix(std::string_view prefix, int64_t start_revision, std::chrono::milliseconds wait) const;
 
  private:
   std::string host_;

@@ -31,7 +31,8 @@ std::unique_ptr<EtcdRegistry> EtcdRegistry::open(std::string_view url, EtcdClien
 
 void EtcdRegistry::announce(const NodeRecord& node, std::chrono::seconds ttl) {
   check_node_id(node.node_id);
-  if (ttl.count() < 1) fail("etcd registry: announce of '{}' with ttl {} s, expected >= 1 s", node.node_id, ttl.count());
+  if (ttl.count() < 1)
+    fail("etcd registry: announce of '{}' with ttl {} s, expected >= 1 s", node.node_id, ttl.count());
   std::string value = node_record_to_text(node);
   std::lock_guard lock(worker_mutex_);
   int64_t lease = client_.grant_lease(ttl);
@@ -105,8 +106,7 @@ std::vector<NodeRecord> EtcdRegistry::list_locked() {
       spdlog::warn("etcd registry: skipping an entry: {}", e.what());
     }
   }
-  std::sort(nodes.begin(), nodes.end(),
-            [](const NodeRecord& a, const NodeRecord& b) { return a.node_id < b.node_id; });
+  std::sort(nodes.begin(), nodes.end(), [](const NodeRecord& a, const NodeRecord& b) { return a.node_id < b.node_id; });
   seen_revision_ = range.revision;
   return nodes;
 }

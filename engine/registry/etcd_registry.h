@@ -52,7 +52,7 @@ class EtcdRegistry : public RegistryBackend {
   std::string nodes_prefix_;
 
   std::mutex worker_mutex_;
-  std::string key_;      // the announced key; empty when not announced
+  std::string key_;  // the announced key; empty when not announced
   int64_t lease_ = 0;
 
   std::mutex coordinator_mutex_;

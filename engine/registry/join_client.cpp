@@ -175,8 +175,8 @@ class BackendJoin : public Membership {
   // total or 64 MiB, load by 0.1.
   static bool worth_update(const NodeRecord& last, NodeRecord now) {
     const uint64_t mem_step = std::max<uint64_t>(64ull << 20, last.memory_total / 100);
-    const uint64_t d_mem = now.memory_free > last.memory_free ? now.memory_free - last.memory_free
-                                                              : last.memory_free - now.memory_free;
+    const uint64_t d_mem =
+        now.memory_free > last.memory_free ? now.memory_free - last.memory_free : last.memory_free - now.memory_free;
     if (d_mem >= mem_step || std::abs(now.load - last.load) >= 0.1f) return true;
     now.memory_free = last.memory_free;
     now.load = last.load;

@@ -22,7 +22,8 @@ void check_node_record(const NodeRecord& r, int64_t n_layer, std::string_view co
   name("model_identity", r.model_identity, 4096, true, true);
   if (r.port == 0) refuse("port must be 1-65535, found 0");
   if (r.memory_total > kMaxNodeMemoryBytes)
-    refuse(fmt::format("memory_total {} bytes is more than the {} a node may have", r.memory_total, kMaxNodeMemoryBytes));
+    refuse(
+        fmt::format("memory_total {} bytes is more than the {} a node may have", r.memory_total, kMaxNodeMemoryBytes));
   if (r.memory_free > r.memory_total)
     refuse(fmt::format("memory_free {} bytes is more than its memory_total {}", r.memory_free, r.memory_total));
   if (r.threads > kMaxNodeThreads) refuse(fmt::format("threads {} is more than {}", r.threads, kMaxNodeThreads));
@@ -38,9 +39,10 @@ void check_node_record(const NodeRecord& r, int64_t n_layer, std::string_view co
     if (range.first > range.last)
       refuse(fmt::format("layers[{}] [{}, {}] has first > last", i, range.first, range.last));
     if (range.last >= limit)
-      refuse(n_layer > 0 ? fmt::format("layers[{}] [{}, {}] goes beyond the model's layers 0..{}", i, range.first,
-                                       range.last, n_layer - 1)
-                         : fmt::format("layers[{}] [{}, {}] is beyond layer {}", i, range.first, range.last, limit - 1));
+      refuse(n_layer > 0
+                 ? fmt::format("layers[{}] [{}, {}] goes beyond the model's layers 0..{}", i, range.first, range.last,
+                               n_layer - 1)
+                 : fmt::format("layers[{}] [{}, {}] is beyond layer {}", i, range.first, range.last, limit - 1));
   }
 }
 

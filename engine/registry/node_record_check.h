@@ -15,9 +15,9 @@ namespace baton::registry {
 inline constexpr uint64_t kMaxNodeMemoryBytes = uint64_t{1} << 50;  // 1 PiB
 inline constexpr uint32_t kMaxNodeThreads = 1 << 16;
 inline constexpr double kMaxNodeLoad = 1e6;
-inline constexpr double kMaxNodeSpeed = 1e7;                      // GFLOP/s
+inline constexpr double kMaxNodeSpeed = 1e7;  // GFLOP/s
 inline constexpr size_t kMaxNodeLayerRanges = 64;
-inline constexpr uint32_t kMaxLayerIndex = 1 << 20;               // when the model is not known
+inline constexpr uint32_t kMaxLayerIndex = 1 << 20;  // when the model is not known
 
 // Throws baton::Error "<context>: node record '<id>': <field> ..." naming the first bad field.
 // n_layer: the served model's layer count (layer ranges must end below it), or 0 if unknown.

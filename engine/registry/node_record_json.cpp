@@ -13,10 +13,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kFields[] = {"node_id", "host",   "port",   "memory_total",
-                                   "memory_free", "threads", "isa", "load",
-                                   "layers",  "model_identity", "speed",
-                                   "readings"};
+constexpr const char* kFields[] = {"node_id", "host", "port",   "memory_total",   "memory_free", "threads",
+                                   "isa",     "load", "layers", "model_identity", "speed",       "readings"};
 
 // Short rendering of a JSON value for error messages.
 std::string show(const json& v) {
@@ -27,8 +25,7 @@ std::string show(const json& v) {
 
 class FieldReader {
  public:
-  FieldReader(const json& object, std::string_view context)
-      : object_(object), context_(context) {}
+  FieldReader(const json& object, std::string_view context) : object_(object), context_(context) {}
 
   const json& require(const char* field) const {
     auto it = object_.find(field);
@@ -38,66 +35,53 @@ class FieldReader {
 
   std::string string(const char* field, size_t max_bytes, bool allow_empty) const {
     const json& v = require(field);
-    if (!v.is_string())
-      fail<FormatError>("{}: field '{}': expected a string, got {}", context_, field, show(v));
+    if (!v.is_string()) fail<FormatError>("{}: field '{}': expected a string, got {}", context_, field, show(v));
     std::string s = v.get<std::string>();
-    if (!allow_empty && s.empty())
-      fail<FormatError>("{}: field '{}': must not be empty", context_, field);
+    if (!allow_empty && s.empty()) fail<FormatError>("{}: field '{}': must not be empty", context_, field);
     if (s.size() > max_bytes)
-      fail<FormatError>("{}: field '{}': {} bytes, at most {} allowed", context_, field, s.size(),
-                        max_bytes);
+      fail<FormatError>("{}: field '{}': {} bytes, at most {} allowed", context_, field, s.size(), max_bytes);
     return s;
   }
 
-  uint64_t unsigned_int(const char* field, uint64_t max) const {
-    return unsigned_value(require(field), field, max);
-  }
+  uint64_t unsigned_int(const char* field, uint64_t max) const { return unsigned_value(require(field), field, max); }
 
   uint64_t unsigned_value(const json& v, std::string_view field, uint64_t max) const {
     bool non_negative = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
     if (!non_negative)
-      fail<FormatError>("{}: field '{}': expected an integer in 0..{}, got {}", context_, field,
-                        max, show(v));
+      fail<FormatError>("{}: field '{}': expected an integer in 0..{}, got {}", context_, field, max, show(v));
     uint64_t x = v.get<uint64_t>();
-    if (x > max)
-      fail<FormatError>("{}: field '{}': {} is out of range 0..{}", context_, field, x, max);
+    if (x > max) fail<FormatError>("{}: field '{}': {} is out of range 0..{}", context_, field, x, max);
     return x;
   }
 
   float non_negative_float(const char* field) const {
     const json& v = require(field);
-    if (!v.is_number())
-      fail<FormatError>("{}: field '{}': expected a number, got {}", context_, field, show(v));
+    if (!v.is_number()) fail<FormatError>("{}: field '{}': expected a number, got {}", context_, field, show(v));
     double d = v.get<double>();
     if (!std::isfinite(d) || d < 0 || d > std::numeric_limits<float>::max())
-      fail<FormatError>("{}: field '{}': expected a finite number >= 0, got {}", context_, field,
-                        show(v));
+      fail<FormatError>("{}: field '{}': expected a finite number >= 0, got {}", context_, field, show(v));
     return static_cast<float>(d);
   }
 
   std::vector<net::LayerRange> layers() const {
     const json& v = require("layers");
     if (!v.is_array())
-      fail<FormatError>("{}: field 'layers': expected an array of {{\"first\", \"last\"}}, got {}",
-                        context_, show(v));
+      fail<FormatError>("{}: field 'layers': expected an array of {{\"first\", \"last\"}}, got {}", context_, show(v));
     if (v.size() > net::kMaxListItems)
-      fail<FormatError>("{}: field 'layers': {} ranges, at most {} allowed", context_, v.size(),
-                        net::kMaxListItems);
+      fail<FormatError>("{}: field 'layers': {} ranges, at most {} allowed", context_, v.size(), net::kMaxListItems);
     std::vector<net::LayerRange> out;
     for (size_t i = 0; i < v.size(); ++i) {
       const json& r = v[i];
       std::string name = fmt::format("layers[{}]", i);
       if (!r.is_object() || r.size() != 2 || !r.contains("first") || !r.contains("last"))
-        fail<FormatError>("{}: field '{}': expected {{\"first\": N, \"last\": N}}, got {}",
-                          context_, name, show(r));
+        fail<FormatError>("{}: field '{}': expected {{\"first\": N, \"last\": N}}, got {}", context_, name, show(r));
       net::LayerRange range;
-      range.first = static_cast<uint32_t>(
-          unsigned_value(r["first"], name + ".first", std::numeric_limits<uint32_t>::max()));
-      range.last = static_cast<uint32_t>(
-          unsigned_value(r["last"], name + ".last", std::numeric_limits<uint32_t>::max()));
+      range.first =
+          static_cast<uint32_t>(unsigned_value(r["first"], name + ".first", std::numeric_limits<uint32_t>::max()));
+      range.last =
+          static_cast<uint32_t>(unsigned_value(r["last"], name + ".last", std::numeric_limits<uint32_t>::max()));
       if (range.first > range.last)
-        fail<FormatError>("{}: field '{}': first {} > last {}", context_, name, range.first,
-                          range.last);
+        fail<FormatError>("{}: field '{}': first {} > last {}", context_, name, range.first, range.last);
       out.push_back(range);
     }
     return out;
@@ -132,19 +116,18 @@ class FieldReader {
 
 json node_record_to_json(const NodeRecord& node) {
   json layers = json::array();
-  for (const net::LayerRange& r : node.layers)
-    layers.push_back({{"first", r.first}, {"last", r.last}});
+  for (const net::LayerRange& r : node.layers) layers.push_back({{"first", r.first}, {"last", r.last}});
   json out = {{"node_id", node.node_id},
-          {"host", node.host},
-          {"port", node.port},
-          {"memory_total", node.memory_total},
-          {"memory_free", node.memory_free},
-          {"threads", node.threads},
-          {"isa", node.isa},
-          {"load", node.load},
-          {"layers", std::move(layers)},
-          {"model_identity", node.model_identity},
-          {"speed", node.speed}};
+              {"host", node.host},
+              {"port", node.port},
+              {"memory_total", node.memory_total},
+              {"memory_free", node.memory_free},
+              {"threads", node.threads},
+              {"isa", node.isa},
+              {"load", node.load},
+              {"layers", std::move(layers)},
+              {"model_identity", node.model_identity},
+              {"speed", node.speed}};
   // Only when there are some: a record without readings stays readable by older coordinators.
   if (!node.readings.empty()) {
     json readings = json::object();
@@ -163,8 +146,7 @@ std::string node_record_to_text(const NodeRecord& node) {
 }
 
 NodeRecord node_record_from_json(const json& value, std::string_view context) {
-  if (!value.is_object())
-    fail<FormatError>("{}: node record must be a JSON object, got {}", context, show(value));
+  if (!value.is_object()) fail<FormatError>("{}: node record must be a JSON object, got {}", context, show(value));
   for (auto it = value.begin(); it != value.end(); ++it) {
     bool known = false;
     for (const char* f : kFields) known = known || it.key() == f;
@@ -192,8 +174,7 @@ NodeRecord node_record_from_text(std::string_view text, std::string_view context
   try {
     value = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
-    fail<FormatError>("{}: node record is not valid JSON (at byte {}): {}", context, e.byte,
-                      e.what());
+    fail<FormatError>("{}: node record is not valid JSON (at byte {}): {}", context, e.byte, e.what());
   } catch (const json::exception& e) {  // e.g. a number beyond double's range
     fail<FormatError>("{}: node record is not valid JSON: {}", context, e.what());
   }

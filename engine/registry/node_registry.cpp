@@ -32,8 +32,8 @@ NodeRegistry::NodeRegistry(NodeRegistryOptions options) : options_(std::move(opt
 }
 
 void NodeRegistry::log_event(const char* event, const NodeEntry& e, const std::string& reason) const {
-  spdlog::info("registry event={} node={} address={}:{} state={} reason=\"{}\"", event, e.record.node_id,
-               e.record.host, e.record.port, to_string(e.state), reason);
+  spdlog::info("registry event={} node={} address={}:{} state={} reason=\"{}\"", event, e.record.node_id, e.record.host,
+               e.record.port, to_string(e.state), reason);
 }
 
 void NodeRegistry::flush_heartbeat_log_locked(Clock::time_point now) {
@@ -52,13 +52,15 @@ void NodeRegistry::flush_heartbeat_log_locked(Clock::time_point now) {
       options_.missed_after.count() > 0 ? options_.missed_after : options_.heartbeat_timeout * 2 / 3;
   if (!pending_missed_.empty()) {
     const std::string ids = names(pending_missed_);
-    spdlog::info("registry event=heartbeat-missed count={} nodes={} reason=\"silent for more than {} ms (offline after {} "
-                 "ms)\"",
-                 pending_missed_.size(), ids, missed_after.count(), options_.heartbeat_timeout.count());
+    spdlog::info(
+        "registry event=heartbeat-missed count={} nodes={} reason=\"silent for more than {} ms (offline after {} "
+        "ms)\"",
+        pending_missed_.size(), ids, missed_after.count(), options_.heartbeat_timeout.count());
   }
   if (!pending_resumed_.empty()) {
     const std::string ids = names(pending_resumed_);
-    spdlog::info("registry event=heartbeat-resumed count={} nodes={} reason=\"heard again\"", pending_resumed_.size(), ids);
+    spdlog::info("registry event=heartbeat-resumed count={} nodes={} reason=\"heard again\"", pending_resumed_.size(),
+                 ids);
   }
   pending_missed_.clear();
   pending_resumed_.clear();
@@ -80,8 +82,8 @@ void NodeRegistry::register_node(const NodeRecord& record, uint64_t connection) 
   // A load in progress was for the old process: the coordinator re-plans at the new address.
   if (moved && e.state == NodeState::kLoading) e.state = NodeState::kOnline;
   if (moved)
-    log_event("address-changed", e, fmt::format("now at {}:{} (was {}:{})", record.host, record.port, e.record.host,
-                                                 e.record.port));
+    log_event("address-changed", e,
+              fmt::format("now at {}:{} (was {}:{})", record.host, record.port, e.record.host, e.record.port));
   e.record = record;
   e.connection = connection;
   e.last_seen = Clock::now();
@@ -89,10 +91,10 @@ void NodeRegistry::register_node(const NodeRecord& record, uint64_t connection) 
   e.departed = false;
   e.missed_logged = false;
   if (e.state != NodeState::kLoading) e.state = NodeState::kOnline;
-  e.reason = fmt::format("{} (layers {}, {:.1f} GB free, {:.1f} GFLOP/s)", event,
-                         record.layers.empty() ? std::string("none")
-                                               : fmt::format("{}-{}", record.layers[0].first, record.layers[0].last),
-                         static_cast<double>(record.memory_free) / 1e9, static_cast<double>(record.speed));
+  e.reason = fmt::format(
+      "{} (layers {}, {:.1f} GB free, {:.1f} GFLOP/s)", event,
+      record.layers.empty() ? std::string("none") : fmt::format("{}-{}", record.layers[0].first, record.layers[0].last),
+      static_cast<double>(record.memory_free) / 1e9, static_cast<double>(record.speed));
   log_event(event, e, e.reason);
   changed_locked(true);
 }
@@ -107,7 +109,8 @@ void NodeRegistry::heartbeat(const NodeRecord& record, uint64_t connection) {
     return;
   }
   NodeEntry& e = it->second;
-  if (e.record.host != record.host || e.record.port != record.port || e.record.model_identity != record.model_identity) {
+  if (e.record.host != record.host || e.record.port != record.port ||
+      e.record.model_identity != record.model_identity) {
     // Another process under this id (a worker restarted on a new port, e.g. before its etcd
     // lease expired): its record replaces the old one, address included.
     lock.unlock();
@@ -242,8 +245,8 @@ uint64_t NodeRegistry::wait_for_change(uint64_t seen, std::chrono::milliseconds 
 void NodeRegistry::set_plan(const SavedPlan& plan) {
   std::lock_guard lock(mutex_);
   plan_ = plan;
-  spdlog::info("registry event=plan-saved nodes={} model={} n_ctx={} slots={}", plan.ranges.size(),
-               plan.model_identity, plan.n_ctx, plan.max_sequences);
+  spdlog::info("registry event=plan-saved nodes={} model={} n_ctx={} slots={}", plan.ranges.size(), plan.model_identity,
+               plan.n_ctx, plan.max_sequences);
   changed_locked(true);
 }
 
@@ -268,7 +271,8 @@ void NodeRegistry::save_locked() const {
     p["n_ctx"] = plan_->n_ctx;
     p["max_sequences"] = plan_->max_sequences;
     p["ranges"] = json::array();
-    for (const auto& r : plan_->ranges) p["ranges"].push_back({{"node_id", r.node_id}, {"first", r.layers.begin}, {"last", r.layers.end}});
+    for (const auto& r : plan_->ranges)
+      p["ranges"].push_back({{"node_id", r.node_id}, {"first", r.layers.begin}, {"last", r.layers.end}});
     doc["plan"] = p;
   } else {
     doc["plan"] = nullptr;

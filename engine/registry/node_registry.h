@@ -31,8 +31,8 @@ struct NodeEntry {
   NodeState state = NodeState::kOffline;
   std::string reason;                               // the last state change, in words
   std::chrono::steady_clock::time_point last_seen;  // last Register/Heartbeat (valid if heard)
-  bool heard = false;    // heard from since this registry started (false: recovered from the file)
-  bool departed = false; // deregistered itself (SIGTERM); kept for the view, not persisted
+  bool heard = false;     // heard from since this registry started (false: recovered from the file)
+  bool departed = false;  // deregistered itself (SIGTERM); kept for the view, not persisted
   bool missed_logged = false;
   uint64_t connection = 0;  // the control connection it registered on (0: none / backend)
 };

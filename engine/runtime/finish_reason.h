@@ -28,7 +28,9 @@ constexpr std::string_view to_string(FinishReason reason) {
 }
 
 // The generation ran to its end (stop or length) rather than being cancelled or failing.
-constexpr bool completed(FinishReason reason) { return reason == FinishReason::kStop || reason == FinishReason::kLength; }
+constexpr bool completed(FinishReason reason) {
+  return reason == FinishReason::kStop || reason == FinishReason::kLength;
+}
 
 // A reason equals its spelling ("stop", "length", ...): checks and tests read as the API says it.
 constexpr bool operator==(FinishReason reason, std::string_view name) { return to_string(reason) == name; }

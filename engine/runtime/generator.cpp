@@ -32,7 +32,8 @@ void Generator::run_tokens(uint64_t seq_id, std::span<const int32_t> tokens, int
 void Generator::run_verification(uint64_t seq_id, std::span<const int32_t> tokens, int32_t pos0) {
   const int64_t n_embd = head_.config().n_embd;
   batch_.clear();
-  for (size_t i = 0; i < tokens.size(); ++i) batch_.add(seq_id, pos0 + static_cast<int32_t>(i), true, RowHint{}.encode());
+  for (size_t i = 0; i < tokens.size(); ++i)
+    batch_.add(seq_id, pos0 + static_cast<int32_t>(i), true, RowHint{}.encode());
   hidden_.resize(tokens.size() * static_cast<size_t>(n_embd));
   head_.embed(tokens, hidden_.data());
   layers_.forward(batch_, hidden_, out_rows_);
@@ -74,7 +75,7 @@ GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> p
   if (spec.enabled() && spec.mode == SpecMode::kDraft && !options.draft_model)
     fail("speculation mode 'draft' needs a draft model (--model-draft)");
   DraftPolicy policy(spec.draft_max, spec.adapt);
-  double trip_seconds = -1;     // the last trip's wall time
+  double trip_seconds = -1;  // the last trip's wall time
   const size_t n_vocab = static_cast<size_t>(head_.n_vocab());
   std::vector<int32_t> verify;  // the last pass's tokens: a generated token and its draft
   size_t row = 0;               // the row of logits_ the next token is sampled from
@@ -128,10 +129,8 @@ GenerationResult Generator::generate(uint64_t seq_id, std::span<const int32_t> p
     }
     row = 0, kept = 0;
     ++result.decode_passes;
-    if (verify.size() == 1)
-      run_tokens(seq_id, verify, pos, true);
-    else
-      run_verification(seq_id, verify, pos);
+    if (verify.size() == 1) run_tokens(seq_id, verify, pos, true);
+    else run_verification(seq_id, verify, pos);
     trip_seconds = seconds_since(trip_start);
   }
   close_draft();

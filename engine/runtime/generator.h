@@ -21,14 +21,14 @@ namespace baton {
 class DraftModel;  // engine/runtime/draft_model.h
 
 struct GenerateOptions {
-  int32_t n_predict = 64;         // < 0: until end of generation or the context is full
+  int32_t n_predict = 64;  // < 0: until end of generation or the context is full
   SamplerParams sampling;
-  size_t n_top_logprobs = 0;      // per step, of the raw distribution
-  int32_t n_batch = 512;          // prompt tokens per chunk (the numerics' cut, engine/runtime/prompt_pieces.h)
+  size_t n_top_logprobs = 0;  // per step, of the raw distribution
+  int32_t n_batch = 512;      // prompt tokens per chunk (the numerics' cut, engine/runtime/prompt_pieces.h)
   // Prompt tokens per pass when a chunk is sent as pieces (same bits); <= 0: automatic
   // (auto_prompt_piece(): small pieces when the runner keeps several passes in flight).
   int32_t prefill_chunk = 0;
-  std::function<bool(int32_t)> is_end_of_generation;  // may be empty
+  std::function<bool(int32_t)> is_end_of_generation;                  // may be empty
   std::function<void(size_t done, size_t total)> on_prompt_progress;  // prompt tokens done; may be empty
   // Speculative decoding by n-gram lookup (engine/runtime/speculation.h): the same tokens and
   // log-probabilities, fewer passes when the text repeats. Off unless asked for.
@@ -38,7 +38,7 @@ struct GenerateOptions {
 
 struct GeneratedStep {
   int32_t token = 0;
-  float logprob = 0.0f;                 // set when n_top_logprobs > 0
+  float logprob = 0.0f;  // set when n_top_logprobs > 0
   std::vector<TokenLogprob> top;
 };
 
@@ -46,9 +46,9 @@ struct GenerationResult {
   std::vector<GeneratedStep> steps;
   FinishReason finish_reason = FinishReason::kNone;  // kStop (end of generation / callback) or kLength
   double prompt_seconds = 0;
-  double generation_seconds = 0;        // from the first to the last generated token
-  SpecCounters speculation;             // draft tokens proposed and kept
-  size_t decode_passes = 0;             // passes after the prompt (one per token without drafts)
+  double generation_seconds = 0;  // from the first to the last generated token
+  SpecCounters speculation;       // draft tokens proposed and kept
+  size_t decode_passes = 0;       // passes after the prompt (one per token without drafts)
 };
 
 class Generator {

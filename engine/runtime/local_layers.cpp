@@ -23,8 +23,8 @@ LocalLayers::LocalLayers(std::shared_ptr<const gguf::GgufFile> file, const Model
   int64_t expected = 0;
   for (auto [first, last] : ranges) {
     if (first != expected || last <= first)
-      fail("layer ranges must cover 0..{} contiguously; range [{}, {}) does not follow layer {}", config.n_layer,
-           first, last, expected);
+      fail("layer ranges must cover 0..{} contiguously; range [{}, {}) does not follow layer {}", config.n_layer, first,
+           last, expected);
     stages_.push_back(std::make_unique<Stage>(file, config, first, last, options, pool));
     expected = last;
   }

@@ -22,8 +22,8 @@
 namespace baton {
 
 struct ModelFrontOptions {
-  int threads = 0;       // <= 0: hardware concurrency
-  int64_t n_ctx = 0;     // <= 0: the model's, capped at 4096
+  int threads = 0;                                         // <= 0: hardware concurrency
+  int64_t n_ctx = 0;                                       // <= 0: the model's, capped at 4096
   WeightPlacement placement = WeightPlacement::kResident;  // --mmap: kMapped (engine/model/weights.h)
 };
 

@@ -18,8 +18,8 @@
 namespace baton {
 
 struct PromptCut {
-  size_t n_batch = 512;  // the numerics' chunk
-  size_t prefill_chunk = 0;   // tokens per pass; 0: auto_prompt_piece()
+  size_t n_batch = 512;      // the numerics' chunk
+  size_t prefill_chunk = 0;  // tokens per pass; 0: auto_prompt_piece()
 };
 
 // Told after each finished piece: tokens done (their pieces came back) of the prompt's total.

@@ -14,7 +14,6 @@ SpecMode parse_spec_mode(const std::string& name) {
   fail("unknown speculation mode '{}' (expected ngram, draft or off)", name);
 }
 
-
 size_t draft_room(int64_t n_ctx, size_t pos, int64_t remaining) {
   size_t room = static_cast<size_t>(std::max<int64_t>(0, n_ctx - 1 - static_cast<int64_t>(pos)));
   if (remaining >= 0) room = std::min(room, static_cast<size_t>(std::max<int64_t>(0, remaining - 1)));
@@ -84,7 +83,7 @@ size_t DraftPolicy::limit(size_t sharing) const {
   const size_t best = best_length(sharing);
   if (best > 0) return best;
   if (sharing > 1 && best_length(1) > 0) return 0;  // it would pay alone, not in this crowd
-  return pause_ > 0 ? 0 : 1;  // a trial draft now and then
+  return pause_ > 0 ? 0 : 1;                        // a trial draft now and then
 }
 
 void DraftPolicy::record(size_t rows, size_t kept, double seconds) {

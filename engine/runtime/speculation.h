@@ -86,11 +86,11 @@ class DraftPolicy {
 
   int max_;
   bool adapt_;
-  double t1_ = -1;      // seconds of a plain trip (< 0: not measured yet)
-  double m_ = -1;       // seconds one more row adds (< 0: not measured yet)
-  double accept_ = 0.5; // probability a draft token is kept after the ones before it were
-  int pause_ = 0;       // plain trips to go before the next trial draft
-  int next_pause_ = 2;  // doubles with every fruitless draft in a row
+  double t1_ = -1;       // seconds of a plain trip (< 0: not measured yet)
+  double m_ = -1;        // seconds one more row adds (< 0: not measured yet)
+  double accept_ = 0.5;  // probability a draft token is kept after the ones before it were
+  int pause_ = 0;        // plain trips to go before the next trial draft
+  int next_pause_ = 2;   // doubles with every fruitless draft in a row
 };
 
 // Tokens proposed and kept, per request and in the server's totals.

@@ -29,9 +29,8 @@ std::vector<TokenLogprob> select_top(std::span<const float> logits, size_t n, do
     const float logit = logits[i];
     const auto id = static_cast<int32_t>(i);
     if (top.size() == n && !ranks_before(logit, id, top.back().logprob, top.back().id)) continue;
-    auto pos = std::find_if(top.begin(), top.end(), [&](const TokenLogprob& t) {
-      return ranks_before(logit, id, t.logprob, t.id);
-    });
+    auto pos = std::find_if(top.begin(), top.end(),
+                            [&](const TokenLogprob& t) { return ranks_before(logit, id, t.logprob, t.id); });
     top.insert(pos, TokenLogprob{id, logit});
     if (top.size() > n) top.pop_back();
   }
@@ -70,9 +69,7 @@ std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, size_t n) 
   return select_top(logits, n, log_sum_exp(logits));
 }
 
-float token_logprob(std::span<const float> logits, int32_t id) {
-  return logprob_of(logits, id, log_sum_exp(logits));
-}
+float token_logprob(std::span<const float> logits, int32_t id) { return logprob_of(logits, id, log_sum_exp(logits)); }
 
 StepLogprobs step_logprobs(std::span<const float> logits, int32_t chosen, size_t n_top) {
   const double log_z = log_sum_exp(logits);

@@ -48,8 +48,7 @@ void for_each_above(const float* x, size_t n, const float& threshold, Take take)
 
 void validate(const SamplerParams& p) {
   if (!std::isfinite(p.temperature)) {
-    fail("sampler parameter temperature = {}: expected a finite number (<= 0 means greedy)",
-         p.temperature);
+    fail("sampler parameter temperature = {}: expected a finite number (<= 0 means greedy)", p.temperature);
   }
   if (p.top_k < 0) {
     fail("sampler parameter top_k = {}: expected an integer >= 0 (0 disables it)", p.top_k);
@@ -61,20 +60,19 @@ void validate(const SamplerParams& p) {
     fail("sampler parameter min_p = {}: expected a value in [0, 1] (0 disables it)", p.min_p);
   }
   if (!(p.repeat_penalty > 0.0f) || !std::isfinite(p.repeat_penalty)) {
-    fail("sampler parameter repeat_penalty = {}: expected a finite value > 0 (1 disables it)",
-         p.repeat_penalty);
+    fail("sampler parameter repeat_penalty = {}: expected a finite value > 0 (1 disables it)", p.repeat_penalty);
   }
   if (p.repeat_last_n < -1) {
-    fail("sampler parameter repeat_last_n = {}: expected -1 (whole history), 0 (none) or a "
-         "positive window", p.repeat_last_n);
+    fail(
+        "sampler parameter repeat_last_n = {}: expected -1 (whole history), 0 (none) or a "
+        "positive window",
+        p.repeat_last_n);
   }
   if (!std::isfinite(p.presence_penalty)) {
-    fail("sampler parameter presence_penalty = {}: expected a finite number (0 disables it)",
-         p.presence_penalty);
+    fail("sampler parameter presence_penalty = {}: expected a finite number (0 disables it)", p.presence_penalty);
   }
   if (!std::isfinite(p.frequency_penalty)) {
-    fail("sampler parameter frequency_penalty = {}: expected a finite number (0 disables it)",
-         p.frequency_penalty);
+    fail("sampler parameter frequency_penalty = {}: expected a finite number (0 disables it)", p.frequency_penalty);
   }
   for (const auto& [id, bias] : p.logit_bias) {
     if (id < 0) fail("sampler parameter logit_bias: token id {} is negative", id);
@@ -83,9 +81,7 @@ void validate(const SamplerParams& p) {
   }
 }
 
-Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {
-  validate(params_);
-}
+Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) { validate(params_); }
 
 void Sampler::reseed(uint32_t seed) {
   params_.seed = seed;
@@ -107,8 +103,7 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   return candidates_.back().id;
 }
 
-std::vector<TokenProb> Sampler::distribution(std::span<const float> logits,
-                                             std::span<const int32_t> history) {
+std::vector<TokenProb> Sampler::distribution(std::span<const float> logits, std::span<const int32_t> history) {
   const int32_t greedy = filter(logits, history);
   if (greedy >= 0) return {TokenProb{greedy, 1.0f}};
 
@@ -189,17 +184,15 @@ int32_t Sampler::argmax(const float* x, size_t n) {
 
 void Sampler::apply_penalties(std::span<const int32_t> history) {
   const SamplerParams& p = params_;
-  const size_t n = p.repeat_last_n < 0
-                       ? history.size()
-                       : std::min(history.size(), static_cast<size_t>(p.repeat_last_n));
+  const size_t n =
+      p.repeat_last_n < 0 ? history.size() : std::min(history.size(), static_cast<size_t>(p.repeat_last_n));
   const size_t first = history.size() - n;
   const auto n_vocab = static_cast<int64_t>(work_.size());
   window_.clear();
   for (size_t i = first; i < history.size(); ++i) {
     const int32_t token = history[i];
     if (token < 0 || token >= n_vocab) {
-      fail("sampler: history token {} at position {} is outside the vocabulary [0, {})", token,
-           i, n_vocab);
+      fail("sampler: history token {} at position {} is outside the vocabulary [0, {})", token, i, n_vocab);
     }
     window_.push_back(token);
   }
@@ -223,16 +216,13 @@ void Sampler::apply_penalties(std::span<const int32_t> history) {
 
 void Sampler::apply_top_k(const float* x, size_t n) {
   const auto k = static_cast<size_t>(params_.top_k);
-  const auto cmp = [](const Candidate& a, const Candidate& b) {
-    return ranks_before(a.logit, a.id, b.logit, b.id);
-  };
+  const auto cmp = [](const Candidate& a, const Candidate& b) { return ranks_before(a.logit, a.id, b.logit, b.id); };
   if (k == 0 || k > n / kHeapTopKDivisor) {
     candidates_.clear();
     for (size_t i = 0; i < n; ++i)
       if (x[i] != kNegInf) candidates_.push_back(Candidate{static_cast<int32_t>(i), x[i]});
     if (k == 0 || k >= candidates_.size()) return;
-    std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<ptrdiff_t>(k),
-                     candidates_.end(), cmp);
+    std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<ptrdiff_t>(k), candidates_.end(), cmp);
     candidates_.resize(k);
     return;
   }
@@ -282,9 +272,7 @@ void Sampler::apply_top_p_min_p() {
   }
   if (!use_top_p) return;
 
-  const auto cmp = [](const Candidate& a, const Candidate& b) {
-    return ranks_before(a.logit, a.id, b.logit, b.id);
-  };
+  const auto cmp = [](const Candidate& a, const Candidate& b) { return ranks_before(a.logit, a.id, b.logit, b.id); };
   const size_t n = candidates_.size();
   size_t sorted = 0;
   size_t chunk = kTopPFirstChunk;

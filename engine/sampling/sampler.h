@@ -66,8 +66,7 @@ class Sampler {
   // The distribution sample() would draw from, without drawing: the surviving candidates in
   // ascending id order with their probabilities (summing to 1). Greedy gives one entry, p = 1.
   // Same errors as sample(); does not touch the random state.
-  std::vector<TokenProb> distribution(std::span<const float> logits,
-                                      std::span<const int32_t> history);
+  std::vector<TokenProb> distribution(std::span<const float> logits, std::span<const int32_t> history);
 
  private:
   struct Candidate {

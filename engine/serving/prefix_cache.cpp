@@ -11,8 +11,9 @@ std::optional<PrefixCache::Hit> PrefixCache::take(std::span<const int32_t> promp
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& tokens = entries_[i].tokens;
     const size_t n = std::min(tokens.size(), prompt.size());
-    const size_t shared = static_cast<size_t>(std::mismatch(tokens.begin(), tokens.begin() + static_cast<ptrdiff_t>(n),
-                                                            prompt.begin()).first - tokens.begin());
+    const size_t shared = static_cast<size_t>(
+        std::mismatch(tokens.begin(), tokens.begin() + static_cast<ptrdiff_t>(n), prompt.begin()).first -
+        tokens.begin());
     const size_t start = prefix_reuse_start(prompt.size(), shared, n_batch);
     if (start > best_start) best = i, best_start = start;
   }

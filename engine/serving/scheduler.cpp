@@ -43,7 +43,8 @@ Scheduler::Scheduler(ModelHead& head, LayerRunner& layers, const tokenizer::Toke
                      const SchedulerOptions& options)
     : head_(head), layers_(layers), tokenizer_(tokenizer), options_(options) {
   if (options_.slots < 1) fail("SchedulerOptions::slots must be at least 1 (got {})", options_.slots);
-  if (options_.queue_limit < 0) fail("SchedulerOptions::queue_limit must not be negative (got {})", options_.queue_limit);
+  if (options_.queue_limit < 0)
+    fail("SchedulerOptions::queue_limit must not be negative (got {})", options_.queue_limit);
   if (options_.n_batch < 1) fail("SchedulerOptions::n_batch must be at least 1 (got {})", options_.n_batch);
   if (options_.prefill_chunk < 0)
     fail("SchedulerOptions::prefill_chunk must not be negative (got {})", options_.prefill_chunk);
@@ -230,7 +231,8 @@ std::unique_ptr<ActiveSequence> Scheduler::start_sequence(Queued& q) {
     ++stats_.cache_hits;
   } else {
     // A fresh slot: the runner holds options_.slots sequences, active or cached.
-    while (prefix_cache_.size() > 0 && active_.size() + 1 + prefix_cache_.size() > static_cast<size_t>(options_.slots)) {
+    while (prefix_cache_.size() > 0 &&
+           active_.size() + 1 + prefix_cache_.size() > static_cast<size_t>(options_.slots)) {
       const uint64_t evicted = *prefix_cache_.evict_oldest();
       try {
         layers_.reset_sequence(evicted);
@@ -283,7 +285,8 @@ void Scheduler::submit_passes() {
   std::vector<ActiveSequence*> prefills;
   for (auto& seq : active_)
     if (seq->feedable() && !seq->cancelled()) (seq->prefilling() ? prefills : decoders).push_back(seq.get());
-  if (!decoders.empty()) std::rotate(decoders.begin(), decoders.begin() + (rotation_++ % decoders.size()), decoders.end());
+  if (!decoders.empty())
+    std::rotate(decoders.begin(), decoders.begin() + (rotation_++ % decoders.size()), decoders.end());
   const bool prefill_first = prefill_deferred_;
   prefill_deferred_ = false;
   if (decoders.empty() && prefills.empty()) return;
@@ -325,7 +328,8 @@ void Scheduler::submit_passes() {
       const bool output = chunk.size() == seq.n_unfed();
       for (size_t k = 0; k < chunk.size(); ++k) {
         const size_t pos = static_cast<size_t>(seq.next_position()) + k;
-        pass->batch.add(seq.id(), static_cast<int32_t>(pos), output && k + 1 == chunk.size(), seq.row_hint(pos, n_batch));
+        pass->batch.add(seq.id(), static_cast<int32_t>(pos), output && k + 1 == chunk.size(),
+                        seq.row_hint(pos, n_batch));
       }
       pass->parts.push_back({&seq, chunk, output, seq.prefilling()});
       budget -= chunk.size();
@@ -337,8 +341,7 @@ void Scheduler::submit_passes() {
       // Drafts only while few sequences share the pass: beyond that the pass is full of work
       // and draft rows would slow the others down more than they gain.
       const size_t in_group = (decoders.size() - g + n_decode_groups - 1) / n_decode_groups;
-      const size_t max_draft =
-          in_group <= static_cast<size_t>(options_.spec_max_decoders) ? SIZE_MAX : 0;
+      const size_t max_draft = in_group <= static_cast<size_t>(options_.spec_max_decoders) ? SIZE_MAX : 0;
       for (size_t i = g; i < decoders.size(); i += n_decode_groups)
         if (!add_decoder(*decoders[i], max_draft, in_group)) add(*decoders[i]);
     };
@@ -418,10 +421,8 @@ void Scheduler::finish_oldest_pass() {
     size_t generated = 1;
     const SpecCounters before = seq.speculation();
     try {
-      if (part.decode)
-        ended = seq.accept_verified(logits, static_cast<size_t>(n_vocab_), generated);
-      else
-        ended = seq.accept(logits);
+      if (part.decode) ended = seq.accept_verified(logits, static_cast<size_t>(n_vocab_), generated);
+      else ended = seq.accept(logits);
     } catch (const std::exception& e) {
       end(seq, FinishReason::kError, e.what());
       continue;

@@ -58,14 +58,14 @@ class UnavailableError : public OverloadedError {
 };
 
 struct CompletionRequest {
-  std::vector<int32_t> prompt;       // final token ids (BOS / chat template already applied)
-  int32_t max_tokens = 16;           // < 0: until end of generation or the context is full
-  SamplerParams sampling;            // validated by submit()
-  bool logprobs = false;             // report the chosen token's log-probability
-  size_t n_top_logprobs = 0;         // and the top n of the raw distribution (<= 20)
-  std::vector<std::string> stop;     // generation ends before the first occurrence of any
-  bool ignore_eos = false;           // keep going past end-of-generation tokens
-  bool cache_prompt = true;          // reuse a cached prefix's KV, and leave this one's for others
+  std::vector<int32_t> prompt;    // final token ids (BOS / chat template already applied)
+  int32_t max_tokens = 16;        // < 0: until end of generation or the context is full
+  SamplerParams sampling;         // validated by submit()
+  bool logprobs = false;          // report the chosen token's log-probability
+  size_t n_top_logprobs = 0;      // and the top n of the raw distribution (<= 20)
+  std::vector<std::string> stop;  // generation ends before the first occurrence of any
+  bool ignore_eos = false;        // keep going past end-of-generation tokens
+  bool cache_prompt = true;       // reuse a cached prefix's KV, and leave this one's for others
   // Constrained decoding (grammar, JSON schema, forced tool call): masks the logits before
   // every sample (engine/grammar/token_constraint.h). Null: unconstrained.
   std::shared_ptr<const grammar::CompiledConstraint> constraint;
@@ -84,8 +84,8 @@ struct CompletionRequest {
 struct TokenEvent {
   int32_t token = 0;
   std::string text;
-  float logprob = 0.0f;              // when requested
-  std::vector<TokenLogprob> top;     // when n_top_logprobs > 0, best first
+  float logprob = 0.0f;           // when requested
+  std::vector<TokenLogprob> top;  // when n_top_logprobs > 0, best first
 };
 
 // Which kind of failure ended a request (finish_reason kError): what the HTTP status is chosen
@@ -98,15 +98,15 @@ enum class ErrorKind : uint8_t {
 
 struct CompletionSummary {
   FinishReason finish_reason = FinishReason::kNone;  // kStop, kLength, kCancelled or kError
-  ErrorKind error_kind = ErrorKind::kNone;            // for kError: which kind
-  std::string error;                 // for kError: what failed, naming the node if remote
+  ErrorKind error_kind = ErrorKind::kNone;           // for kError: which kind
+  std::string error;                                 // for kError: what failed, naming the node if remote
   size_t prompt_tokens = 0;
-  size_t cached_tokens = 0;          // of prompt_tokens, served from a cached prefix's KV
+  size_t cached_tokens = 0;  // of prompt_tokens, served from a cached prefix's KV
   size_t completion_tokens = 0;
-  double queue_seconds = 0;          // submit -> first forward pass
-  double time_to_first_token = 0;    // submit -> first token published
-  double generation_seconds = 0;     // first -> last token
-  SpecCounters speculation;          // draft tokens proposed and kept (llama-server's draft_n, draft_n_accepted)
+  double queue_seconds = 0;        // submit -> first forward pass
+  double time_to_first_token = 0;  // submit -> first token published
+  double generation_seconds = 0;   // first -> last token
+  SpecCounters speculation;        // draft tokens proposed and kept (llama-server's draft_n, draft_n_accepted)
 };
 
 class Scheduler;
@@ -141,9 +141,9 @@ class RequestHandle {
 };
 
 struct SchedulerOptions {
-  int slots = 4;          // sequences generated at once; the runner's KV cache must hold as many
-  int queue_limit = 64;   // requests waiting for a slot; one more -> OverloadedError
-  int n_batch = 512;      // tokens per forward pass (prompt chunks + decode tokens), >= 1
+  int slots = 4;         // sequences generated at once; the runner's KV cache must hold as many
+  int queue_limit = 64;  // requests waiting for a slot; one more -> OverloadedError
+  int n_batch = 512;     // tokens per forward pass (prompt chunks + decode tokens), >= 1
   // Prompt tokens per pass, as pieces of the n_batch chunks that change no bit
   // (engine/runtime/prompt_pieces.h): with a pipeline, a prompt's pieces are in flight at
   // several stages at once. 0: auto_prompt_piece() (128 / stages within [8, 32] on a pipeline, whole chunks locally).
@@ -160,21 +160,21 @@ struct SchedulerOptions {
 };
 
 struct SchedulerStats {
-  int active = 0;                    // sequences in slots
-  int queued = 0;                    // waiting for a slot
-  uint64_t requests = 0;             // accepted since start
-  uint64_t rejected = 0;             // OverloadedError
-  uint64_t failed = 0;               // ended with "error"
+  int active = 0;         // sequences in slots
+  int queued = 0;         // waiting for a slot
+  uint64_t requests = 0;  // accepted since start
+  uint64_t rejected = 0;  // OverloadedError
+  uint64_t failed = 0;    // ended with "error"
   uint64_t prompt_tokens = 0;
   uint64_t generated_tokens = 0;
   uint64_t forward_passes = 0;
-  double forward_seconds = 0;        // wall time inside the runner (submit..finish)
-  uint64_t resumed = 0;              // sequences rebuilt from their tokens after the runner was repaired
-  uint64_t cached_prompt_tokens = 0; // prompt tokens served from cached prefixes
-  uint64_t cache_hits = 0;           // requests that reused a cached prefix
-  int cache_entries = 0;             // sequences whose KV is kept for reuse
-  uint64_t cache_positions = 0;      // their positions (KV rows per layer)
-  SpecCounters speculation;          // draft tokens proposed and kept, verification passes
+  double forward_seconds = 0;         // wall time inside the runner (submit..finish)
+  uint64_t resumed = 0;               // sequences rebuilt from their tokens after the runner was repaired
+  uint64_t cached_prompt_tokens = 0;  // prompt tokens served from cached prefixes
+  uint64_t cache_hits = 0;            // requests that reused a cached prefix
+  int cache_entries = 0;              // sequences whose KV is kept for reuse
+  uint64_t cache_positions = 0;       // their positions (KV rows per layer)
+  SpecCounters speculation;           // draft tokens proposed and kept, verification passes
 };
 
 class Scheduler {

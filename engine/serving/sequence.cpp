@@ -135,10 +135,8 @@ bool ActiveSequence::accept(std::span<const float> logits) {
     event.text += stop_.push(detokenizer_.flush());
     if (!stop_.stopped()) event.text += stop_.flush();
   }
-  if (stop_.stopped() || eog || grammar_done)
-    end_reason_ = FinishReason::kStop;
-  else if (length)
-    end_reason_ = FinishReason::kLength;
+  if (stop_.stopped() || eog || grammar_done) end_reason_ = FinishReason::kStop;
+  else if (length) end_reason_ = FinishReason::kLength;
   handle_->publish(std::move(event));
   return end_reason_ != FinishReason::kNone;
 }

@@ -28,9 +28,8 @@ class ActiveSequence {
   // `request` must have been validated (Scheduler::submit). The runner already holds this
   // sequence id's KV of the prompt's first `reused` tokens (a prefix-cache hit; else 0).
   ActiveSequence(uint64_t id, std::shared_ptr<RequestHandle> handle, CompletionRequest request,
-                 const tokenizer::Tokenizer& tokenizer, int64_t n_ctx, Clock::time_point submitted,
-                 size_t reused = 0, const SpecParams& speculation = {.mode = SpecMode::kOff},
-                 DraftModel* draft_model = nullptr);
+                 const tokenizer::Tokenizer& tokenizer, int64_t n_ctx, Clock::time_point submitted, size_t reused = 0,
+                 const SpecParams& speculation = {.mode = SpecMode::kOff}, DraftModel* draft_model = nullptr);
 
   uint64_t id() const { return id_; }
   RequestHandle& handle() { return *handle_; }
@@ -107,7 +106,7 @@ class ActiveSequence {
   SpecParams spec_;                                     // the server's, with the request's overrides
   DraftModel* draft_model_ = nullptr;                   // SpecMode::kDraft's drafts
   DraftPolicy draft_policy_;
-  std::vector<int32_t> verify_;                         // the unfed token + its draft, while in flight
+  std::vector<int32_t> verify_;  // the unfed token + its draft, while in flight
   SpecCounters spec_counters_;
 
   std::vector<int32_t> tokens_;  // prompt, then generated tokens

@@ -26,7 +26,7 @@ struct BpeBigram {
   int left;
   int right;
   int32_t rank;
-  int32_t left_id;   // the pair it was made from, to detect stale entries
+  int32_t left_id;  // the pair it was made from, to detect stale entries
   int32_t right_id;
   int32_t merged;
 };
@@ -63,8 +63,8 @@ void BpeEncoder::encode_word(std::string_view word, std::vector<int32_t>& out) c
   for (size_t offset = 0; offset < word.size();) {
     const size_t n = std::min(utf8_seq_len(static_cast<uint8_t>(word[offset])), word.size() - offset);
     const int index = static_cast<int>(symbols.size());
-    symbols.push_back({index - 1, offset + n == word.size() ? -1 : index + 1, offset, n,
-                       vocab_.find(word.substr(offset, n))});
+    symbols.push_back(
+        {index - 1, offset + n == word.size() ? -1 : index + 1, offset, n, vocab_.find(word.substr(offset, n))});
     offset += n;
   }
 

@@ -68,9 +68,10 @@ std::string guess_pre(const std::string& merges, const json& config, const fs::p
     if (k.fnv1a == h) return k.pre;
   const std::string cls = config.value("tokenizer_class", std::string());
   if (cls == "Qwen2Tokenizer" || cls == "Qwen2TokenizerFast") return "qwen2";
-  fail("cannot tell which pre-tokenizer {} needs (tokenizer_class '{}', merges fingerprint {:016x} "
-       "unknown); pass --pre NAME, one of: {}",
-       dir.string(), cls, h, fmt::join(pre_tokenizer_names(), ", "));
+  fail(
+      "cannot tell which pre-tokenizer {} needs (tokenizer_class '{}', merges fingerprint {:016x} "
+      "unknown); pass --pre NAME, one of: {}",
+      dir.string(), cls, h, fmt::join(pre_tokenizer_names(), ", "));
 }
 
 }  // namespace
@@ -82,14 +83,16 @@ gguf::Metadata metadata_from_hf_dir(const std::string& dir_name, const HfVocabOp
   const json vocab_json = read_json(vocab_path);
   if (!vocab_json.is_object()) fail<FormatError>("{}: expected an object of token -> id", vocab_path.string());
   const std::string merges_text = read_file(merges_path);
-  const json config = fs::exists(dir / "tokenizer_config.json") ? read_json(dir / "tokenizer_config.json") : json::object();
+  const json config =
+      fs::exists(dir / "tokenizer_config.json") ? read_json(dir / "tokenizer_config.json") : json::object();
   const json model_config = fs::exists(dir / "config.json") ? read_json(dir / "config.json") : json::object();
 
   // tokens by id
   std::map<int64_t, std::pair<std::string, TokenType>> by_id;
   for (const auto& [text, id] : vocab_json.items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= INT32_MAX)
-      fail<FormatError>("{}: token '{}' has id {}, expected a non-negative integer", vocab_path.string(), text, id.dump());
+      fail<FormatError>("{}: token '{}' has id {}, expected a non-negative integer", vocab_path.string(), text,
+                        id.dump());
     by_id[id.get<int64_t>()] = {text, TokenType::kNormal};
   }
   if (auto it = config.find("added_tokens_decoder"); it != config.end() && it->is_object()) {
@@ -98,7 +101,8 @@ gguf::Metadata metadata_from_hf_dir(const std::string& dir_name, const HfVocabOp
       try {
         id = std::stoll(key);
       } catch (const std::exception&) {
-        fail<FormatError>("{}: added_tokens_decoder key '{}' is not a token id", (dir / "tokenizer_config.json").string(), key);
+        fail<FormatError>("{}: added_tokens_decoder key '{}' is not a token id",
+                          (dir / "tokenizer_config.json").string(), key);
       }
       if (id < 0 || id >= INT32_MAX || !entry.contains("content") || !entry["content"].is_string())
         fail<FormatError>("{}: added_tokens_decoder entry '{}' needs an id and a string content",
@@ -147,8 +151,7 @@ gguf::Metadata metadata_from_hf_dir(const std::string& dir_name, const HfVocabOp
   };
   auto config_id = [&](const char* key) -> std::optional<uint32_t> {
     auto it = model_config.find(key);
-    if (it != model_config.end() && it->is_number_integer() && it->get<int64_t>() >= 0 &&
-        it->get<int64_t>() < n_tokens)
+    if (it != model_config.end() && it->is_number_integer() && it->get<int64_t>() >= 0 && it->get<int64_t>() < n_tokens)
       return static_cast<uint32_t>(it->get<int64_t>());
     return std::nullopt;
   };

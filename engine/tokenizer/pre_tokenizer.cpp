@@ -14,8 +14,7 @@ namespace baton::tokenizer {
 namespace {
 
 // GPT-2's pattern (also the second step of several others).
-constexpr std::string_view kGpt2 =
-    R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)re";
+constexpr std::string_view kGpt2 = R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)re";
 // Llama 3 / cl100k: digits in groups of up to three.
 constexpr std::string_view kLlama3 =
     R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
@@ -31,8 +30,7 @@ constexpr std::string_view kBailing =
     R"re('(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)re";
 constexpr std::string_view kSeedCoder =
     R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)re";
-constexpr std::string_view kBloom =
-    R"re( ?[^(\s|.,!?\x{2026}\x{3002}\x{FF0C}\x{3001}\x{0964}\x{06D4}\x{060C})]+)re";
+constexpr std::string_view kBloom = R"re( ?[^(\s|.,!?\x{2026}\x{3002}\x{FF0C}\x{3001}\x{0964}\x{06D4}\x{060C})]+)re";
 // CJK ideographs U+4E00..U+9FA5, U+0800..U+4E00 and Hangul U+AC00..U+D7FF (DeepSeek).
 constexpr std::string_view kDeepseekCjk = R"re([\x{4E00}-\x{9FA5}\x{0800}-\x{4E00}\x{AC00}-\x{D7FF}]+)re";
 // DeepSeek LLM's letter class: the cased letters (Lu, Ll, Lt) of its tokenizer.json, verbatim.
@@ -46,37 +44,30 @@ constexpr std::string_view kDeepseekV3Main =
 const std::vector<PreTokenizerSpec>& table() {
   static const std::vector<PreTokenizerSpec> specs = [] {
     std::vector<PreTokenizerSpec> t;
-    auto add = [&](std::vector<std::string_view> names, std::vector<std::string_view> patterns,
-                   bool clean_spaces, bool ignore_merges = false, bool add_bos = false) {
+    auto add = [&](std::vector<std::string_view> names, std::vector<std::string_view> patterns, bool clean_spaces,
+                   bool ignore_merges = false, bool add_bos = false) {
       t.push_back({std::move(names), std::move(patterns), clean_spaces, ignore_merges, add_bos});
     };
-    add({"default"},
-        {R"re([\p{P}\$\+<=>\^~\|]+)re", kGpt2, R"re(\p{N}+)re", R"re([0-9][0-9][0-9])re"}, true);
-    add({"llama3", "llama-bpe", "llama-v3", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
-        {kLlama3}, true, /*ignore_merges=*/true, /*add_bos=*/true);
+    add({"default"}, {R"re([\p{P}\$\+<=>\^~\|]+)re", kGpt2, R"re(\p{N}+)re", R"re([0-9][0-9][0-9])re"}, true);
+    add({"llama3", "llama-bpe", "llama-v3", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"}, {kLlama3}, true,
+        /*ignore_merges=*/true, /*add_bos=*/true);
     add({"dbrx", "smaug-bpe"}, {kLlama3}, true);
     add({"chatglm-bpe", "glm4"}, {kLlama3}, true);
     add({"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "hunyuan", "grok-2"}, {kQwen2}, false);
     add({"stablelm2", "megrez"}, {kQwen2}, true);
-    add({"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v1-en", "jina-v2-es",
-         "jina-v2-de", "jina-v2-code", "roberta-bpe", "a.x-4.0", "mellum", "modern-bert",
-         "exaone4", "mpt", "olmo", "jais"},
+    add({"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v1-en", "jina-v2-es", "jina-v2-de", "jina-v2-code",
+         "roberta-bpe", "a.x-4.0", "mellum", "modern-bert", "exaone4", "mpt", "olmo", "jais"},
         {kGpt2}, true);
     add({"trillion", "granite-docling"}, {kGpt2}, false);
     add({"starcoder", "refact", "codeshell", "exaone", "minerva-7b"}, {R"re(\p{N})re", kGpt2}, true);
     add({"command-r", "smollm"}, {R"re(\p{N})re", kGpt2}, false);
     add({"falcon"}, {R"re([\p{P}\$\+<=>\^~\|`]+)re", kGpt2, R"re([0-9][0-9][0-9])re"}, true);
     add({"deepseek-llm"},
-        {R"re([\r\n])re", kDeepseekLetters, kDeepseekPunct, R"re(\s+$)re", kDeepseekCjk,
-         R"re(\p{N}+)re"},
-        false);
-    add({"deepseek-coder"},
-        {R"re([\r\n])re", R"re(\s?\p{L}+)re", R"re(\s?\p{P}+)re", kDeepseekCjk, R"re(\p{N})re"},
+        {R"re([\r\n])re", kDeepseekLetters, kDeepseekPunct, R"re(\s+$)re", kDeepseekCjk, R"re(\p{N}+)re"}, false);
+    add({"deepseek-coder"}, {R"re([\r\n])re", R"re(\s?\p{L}+)re", R"re(\s?\p{P}+)re", kDeepseekCjk, R"re(\p{N})re"},
         false);
     add({"deepseek-v3"},
-        {R"re(\p{N}{1,3})re", R"re([\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)re",
-         kDeepseekV3Main},
-        false);
+        {R"re(\p{N}{1,3})re", R"re([\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)re", kDeepseekV3Main}, false);
     add({"poro-chat"}, {kBloom}, false);
     add({"bloom", "gpt3-finnish"}, {kBloom}, true);
     add({"viking"}, {kBloom, R"re(\p{N})re"}, false);
@@ -85,8 +76,8 @@ const std::vector<PreTokenizerSpec>& table() {
     add({"bailingmoe", "bailingmoe2", "llada-moe"}, {kBailing}, false);
     add({"seed-coder"}, {kSeedCoder}, false);
     add({"chameleon"},
-        {R"re(<sentinel:[0-9]+>)re", R"re((IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z)re",
-         R"re(([\t\n]|    |  ))re", R"re(\p{N})re", R"re([\p{P}!-/:-@\[-`{-~])re", kGpt2},
+        {R"re(<sentinel:[0-9]+>)re", R"re((IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z)re", R"re(([\t\n]|    |  ))re",
+         R"re(\p{N})re", R"re([\p{P}!-/:-@\[-`{-~])re", kGpt2},
         false, false, /*add_bos=*/true);
     return t;
   }();
@@ -120,8 +111,8 @@ RegexSplitter::RegexSplitter(const std::vector<std::string_view>& patterns) {
     int error = 0;
     PCRE2_SIZE offset = 0;
     auto c = std::make_unique<Compiled>();
-    c->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                            PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+    c->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP, &error,
+                            &offset, nullptr);
     if (!c->code) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(error, message, sizeof(message));
@@ -156,8 +147,7 @@ std::vector<std::string_view> RegexSplitter::split(std::string_view text) const 
           // no non-empty match at an empty-match position: step over one character
           options = PCRE2_NO_UTF_CHECK;
           size_t step = 1;
-          while (pos + step < piece.size() && (static_cast<uint8_t>(piece[pos + step]) & 0xC0) == 0x80)
-            ++step;
+          while (pos + step < piece.size() && (static_cast<uint8_t>(piece[pos + step]) & 0xC0) == 0x80) ++step;
           pos += step;
           continue;
         }

@@ -14,9 +14,9 @@ namespace baton::tokenizer {
 struct PreTokenizerSpec {
   std::vector<std::string_view> names;     // first is canonical, the rest are aliases
   std::vector<std::string_view> patterns;  // PCRE2 syntax, applied in order
-  bool clean_spaces = true;    // detokenizer removes the space in " ," " ." " 's" ...
-  bool ignore_merges = false;  // a pre-token that is itself a token is not merged further
-  bool add_bos = false;        // add BOS by default (tokenizer.ggml.add_bos_token overrides)
+  bool clean_spaces = true;                // detokenizer removes the space in " ," " ." " 's" ...
+  bool ignore_merges = false;              // a pre-token that is itself a token is not merged further
+  bool add_bos = false;                    // add BOS by default (tokenizer.ggml.add_bos_token overrides)
 };
 
 // The spec for `name` (canonical or alias), or nullptr when unknown.

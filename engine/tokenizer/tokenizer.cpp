@@ -16,9 +16,7 @@ namespace {
 
 constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581, SPM's visible space
 
-bool is_c_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
+bool is_c_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
   std::string out;
@@ -60,8 +58,7 @@ std::string clean_spaces(const std::string& in) {
     if (i > 0 && b[i - 1] == ' ' && x == '\'' && i + 1 < b.size()) {
       const char x1 = b[i + 1];
       const char x2 = i + 2 < b.size() ? b[i + 2] : '\0';
-      if (x1 == 's' || x1 == 'm' || (x1 == 'r' && x2 == 'e') || (x1 == 'v' && x2 == 'e'))
-        c.pop_back();
+      if (x1 == 's' || x1 == 'm' || (x1 == 'r' && x2 == 'e') || (x1 == 'v' && x2 == 'e')) c.pop_back();
     }
     c.push_back(x);
   }
@@ -103,18 +100,17 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
     if (t == TokenType::kControl || t == TokenType::kUserDefined || t == TokenType::kUnknown)
       special_tokens_.push_back(id);
   }
-  std::stable_sort(special_tokens_.begin(), special_tokens_.end(), [&](int32_t a, int32_t b) {
-    return vocab_.token(a).text.size() > vocab_.token(b).text.size();
-  });
+  std::stable_sort(special_tokens_.begin(), special_tokens_.end(),
+                   [&](int32_t a, int32_t b) { return vocab_.token(a).text.size() > vocab_.token(b).text.size(); });
 
   pieces_.resize(static_cast<size_t>(n));
   for (int32_t id = 0; id < n; ++id) {
     const TokenData& t = vocab_.token(id);
     std::string& piece = pieces_[static_cast<size_t>(id)];
     switch (t.type) {
-      case TokenType::kControl: case TokenType::kUnknown: case TokenType::kUserDefined:
-        piece = t.text;
-        break;
+      case TokenType::kControl:
+      case TokenType::kUnknown:
+      case TokenType::kUserDefined: piece = t.text; break;
       case TokenType::kNormal:
         if (vocab_.kind() == VocabKind::kBpe) {
           piece = byte_level_decode(t.text);
@@ -126,8 +122,8 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
       case TokenType::kByte:
         if (vocab_.kind() != VocabKind::kBpe) piece = byte_token_value(t.text);
         break;
-      case TokenType::kUnused: case TokenType::kUndefined:
-        break;  // rendered as nothing, like llama.cpp
+      case TokenType::kUnused:
+      case TokenType::kUndefined: break;  // rendered as nothing, like llama.cpp
     }
   }
 }
@@ -136,9 +132,7 @@ void Tokenizer::check_id(int32_t id) const {
   if (!vocab_.valid(id)) fail("token id {} is outside the vocabulary [0, {})", id, vocab_.n_tokens());
 }
 
-bool Tokenizer::is_control(int32_t id) const {
-  return vocab_.valid(id) && vocab_.type(id) == TokenType::kControl;
-}
+bool Tokenizer::is_control(int32_t id) const { return vocab_.valid(id) && vocab_.type(id) == TokenType::kControl; }
 
 const std::string& Tokenizer::token_text(int32_t id) const {
   check_id(id);
@@ -163,8 +157,7 @@ std::vector<Tokenizer::Fragment> Tokenizer::partition(std::string_view text, boo
       }
       size_t pos = f.offset;
       const size_t end = f.offset + f.length;
-      for (size_t match; (match = text.find(tok, pos)) != std::string_view::npos &&
-                         match + tok.size() <= end;) {
+      for (size_t match; (match = text.find(tok, pos)) != std::string_view::npos && match + tok.size() <= end;) {
         size_t left = match - pos;
         if (data.lstrip)
           while (left > 0 && is_c_space(text[pos + left - 1])) --left;

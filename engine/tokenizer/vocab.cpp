@@ -27,12 +27,21 @@ constexpr std::string_view kKeyMerges = "tokenizer.ggml.merges";
 // is one since llama.cpp added it for paddleocr: a USER_DEFINED "</s>" (Phi-3's) thereby becomes
 // CONTROL and is no longer parsed as a special token when special-token parsing is off.
 constexpr std::array<const char*, 12> kEogTexts = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
-    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "<end_of_utterance>",
+    "<|eot_id|>",    "<|im_end|>", "<|end|>",    "<|return|>", "<|call|>", "<end_of_turn>",
+    "<|endoftext|>", "</s>",       "<|eom_id|>", "<EOT>",      "_<EOT>",   "<end_of_utterance>",
 };
 constexpr std::array<const char*, 9> kEotTexts = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "_<EOT>",
-    "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>",  // DeepSeek
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<EOT>",
+    "_<EOT>",
+    "<\xEF\xBD\x9C"
+    "end\xE2\x96\x81"
+    "of\xE2\x96\x81"
+    "sentence\xEF\xBD\x9C>",  // DeepSeek
     "<end_of_utterance>",
 };
 
@@ -46,21 +55,18 @@ std::optional<int32_t> read_id(const gguf::Metadata& md, std::string_view key, i
   } else if (const auto* s = std::get_if<int64_t>(&v->data); s && !v->is_array()) {
     id = *s;
   } else {
-    fail<FormatError>("metadata key '{}': expected an integer token id, found {}", key,
-                      gguf::value_type_name(v->type));
+    fail<FormatError>("metadata key '{}': expected an integer token id, found {}", key, gguf::value_type_name(v->type));
   }
   if (id < 0 || id >= n_tokens) {
     if (id != -1 && id != 0xFFFFFFFF)
-      spdlog::warn("tokenizer: {} = {} is outside the vocabulary of {} tokens; treated as unset",
-                   key, id, n_tokens);
+      spdlog::warn("tokenizer: {} = {} is outside the vocabulary of {} tokens; treated as unset", key, id, n_tokens);
     return kNoToken;
   }
   return static_cast<int32_t>(id);
 }
 
 std::string lowercase_ascii(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
@@ -78,8 +84,7 @@ Vocab Vocab::from_metadata(const gguf::Metadata& md) {
   } else if (*model == "bert") {
     v.kind_ = VocabKind::kWpm;
   } else {
-    fail<UnsupportedError>("{} = '{}' is not supported (supported: llama, gpt2, bert)", kKeyModel,
-                           *model);
+    fail<UnsupportedError>("{} = '{}' is not supported (supported: llama, gpt2, bert)", kKeyModel, *model);
   }
   v.read_tokens(md);
   v.read_flags(md);
@@ -105,32 +110,26 @@ int32_t Vocab::byte_token(uint8_t byte) const {
 }
 
 int32_t Vocab::merge_rank(int32_t left, int32_t right, int32_t& merged) const {
-  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
-                       static_cast<uint32_t>(right);
+  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
   auto it = merges_.find(key);
   if (it == merges_.end()) return -1;
   merged = it->second.merged;
   return it->second.rank;
 }
 
-bool Vocab::is_eog(int32_t id) const {
-  return std::binary_search(eog_ids_.begin(), eog_ids_.end(), id);
-}
+bool Vocab::is_eog(int32_t id) const { return std::binary_search(eog_ids_.begin(), eog_ids_.end(), id); }
 
 void Vocab::read_tokens(const gguf::Metadata& md) {
   const auto* texts = md.find_string_array(kKeyTokens);
   if (!texts) fail<FormatError>("metadata key '{}' is missing", kKeyTokens);
   const size_t n = texts->size();
-  if (n == 0 || n > static_cast<size_t>(INT32_MAX))
-    fail<FormatError>("metadata key '{}' has {} tokens", kKeyTokens, n);
+  if (n == 0 || n > static_cast<size_t>(INT32_MAX)) fail<FormatError>("metadata key '{}' has {} tokens", kKeyTokens, n);
   const auto scores = md.find_float_array(kKeyScores);
   if (scores && scores->size() != n)
-    fail<FormatError>("metadata key '{}' has {} entries, expected {} (one per token)", kKeyScores,
-                      scores->size(), n);
+    fail<FormatError>("metadata key '{}' has {} entries, expected {} (one per token)", kKeyScores, scores->size(), n);
   const auto types = md.find_int_array(kKeyTypes);
   if (types && types->size() != n)
-    fail<FormatError>("metadata key '{}' has {} entries, expected {} (one per token)", kKeyTypes,
-                      types->size(), n);
+    fail<FormatError>("metadata key '{}' has {} entries, expected {} (one per token)", kKeyTypes, types->size(), n);
   tokens_.resize(n);
   token_to_id_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
@@ -164,8 +163,10 @@ void Vocab::read_flags(const gguf::Metadata& md) {
     case VocabKind::kBpe: {
       const PreTokenizerSpec* spec = pre ? find_pre_tokenizer(*pre) : nullptr;
       if (!pre) {
-        spdlog::warn("tokenizer: {} is missing; using the 'default' pre-tokenizer (generation "
-                     "quality may suffer)", kKeyPre);
+        spdlog::warn(
+            "tokenizer: {} is missing; using the 'default' pre-tokenizer (generation "
+            "quality may suffer)",
+            kKeyPre);
       } else if (!spec) {
         spdlog::warn("tokenizer: unknown {} '{}'; using the 'default' pre-tokenizer", kKeyPre, *pre);
       }
@@ -205,22 +206,19 @@ void Vocab::read_merges(const gguf::Metadata& md) {
     }
     joined.assign(m.substr(0, space));
     joined.append(m.substr(space + 1));
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
-                         static_cast<uint32_t>(right);
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
     merges_.try_emplace(key, Merge{static_cast<int32_t>(i), find(joined)});
   }
   if (skipped)
-    spdlog::warn("tokenizer: {} of {} merges in {} name tokens that are not in the vocabulary; ignored",
-                 skipped, merges->size(), kKeyMerges);
+    spdlog::warn("tokenizer: {} of {} merges in {} name tokens that are not in the vocabulary; ignored", skipped,
+                 merges->size(), kKeyMerges);
 }
 
 void Vocab::read_special_ids(const gguf::Metadata& md) {
   const int32_t n = n_tokens();
   auto dflt = [n](int32_t id) { return id < n ? id : kNoToken; };
   switch (kind_) {
-    case VocabKind::kSpm:
-      special_.bos = dflt(1), special_.eos = dflt(2), special_.unk = dflt(0);
-      break;
+    case VocabKind::kSpm: special_.bos = dflt(1), special_.eos = dflt(2), special_.unk = dflt(0); break;
     case VocabKind::kWpm:
       special_.bos = dflt(101), special_.unk = dflt(100), special_.sep = dflt(102);
       special_.pad = dflt(0), special_.mask = dflt(103);
@@ -267,8 +265,7 @@ void Vocab::mark_end_of_generation() {
   // CONTROL, as llama.cpp does: converters often leave them NORMAL.
   auto force_control = [&](int32_t id) {
     if (tokens_[id].type != TokenType::kControl) {
-      spdlog::debug("tokenizer: token {} '{}' looks like a control token; treated as CONTROL", id,
-                    tokens_[id].text);
+      spdlog::debug("tokenizer: token {} '{}' looks like a control token; treated as CONTROL", id, tokens_[id].text);
       tokens_[id].type = TokenType::kControl;
     }
   };
@@ -284,11 +281,17 @@ void Vocab::mark_end_of_generation() {
   };
   static constexpr const char* kEom[] = {"<|eom_id|>"};
   static constexpr const char* kFimPre[] = {"<|fim_prefix|>", "<fim-prefix>", "<PRE>",
-                                            "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>"};
+                                            "<\xEF\xBD\x9C"
+                                            "fim\xE2\x96\x81"
+                                            "begin\xEF\xBD\x9C>"};
   static constexpr const char* kFimSuf[] = {"<|fim_suffix|>", "<fim-suffix>", "<SUF>",
-                                            "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "hole\xEF\xBD\x9C>"};
+                                            "<\xEF\xBD\x9C"
+                                            "fim\xE2\x96\x81"
+                                            "hole\xEF\xBD\x9C>"};
   static constexpr const char* kFimMid[] = {"<|fim_middle|>", "<fim-middle>", "<MID>",
-                                            "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>"};
+                                            "<\xEF\xBD\x9C"
+                                            "fim\xE2\x96\x81"
+                                            "end\xEF\xBD\x9C>"};
   static constexpr const char* kFimPad[] = {"<|fim_pad|>", "<fim-pad>", "<PAD>"};
   static constexpr const char* kFimRep[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>"};
   static constexpr const char* kFimSep[] = {"<|file_sep|>"};
@@ -302,8 +305,7 @@ void Vocab::mark_end_of_generation() {
   detect(special_.fim_sep, kFimSep);
 
   eog_ids_.clear();
-  for (int32_t id : {special_.eos, special_.eot, special_.eom, special_.fim_pad, special_.fim_rep,
-                     special_.fim_sep})
+  for (int32_t id : {special_.eos, special_.eot, special_.eom, special_.fim_pad, special_.fim_rep, special_.fim_sep})
     if (id != kNoToken) eog_ids_.push_back(id);
   for (const char* text : kEogTexts) {
     if (int32_t id = find(text); id != kNoToken) {
@@ -332,8 +334,7 @@ void Vocab::apply_strip_attributes(const gguf::Metadata& md) {
     if (int32_t id = find("<mask>"); id != kNoToken) tokens_[id].lstrip = true;
   } else if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
     for (auto& t : tokens_)
-      if (t.type == TokenType::kControl || t.type == TokenType::kUserDefined ||
-          t.type == TokenType::kUnknown)
+      if (t.type == TokenType::kControl || t.type == TokenType::kUserDefined || t.type == TokenType::kUnknown)
         t.rstrip = true;
     set_rstrip("</s>", true);
     for (auto text : {"<unk>", "<s>", "<|endoftext|>"}) set_rstrip(text, false);

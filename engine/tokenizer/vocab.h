@@ -22,7 +22,13 @@ enum class VocabKind { kSpm /* "llama" */, kBpe /* "gpt2" */, kWpm /* "bert" */ 
 
 // tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
 enum class TokenType : int32_t {
-  kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6,
+  kUndefined = 0,
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
 };
 
 struct TokenData {
@@ -51,7 +57,7 @@ class Vocab {
 
   VocabKind kind() const { return kind_; }
   const std::string& model_name() const { return model_name_; }  // tokenizer.ggml.model
-  const std::string& pre_name() const { return pre_name_; }       // resolved pre-tokenizer name
+  const std::string& pre_name() const { return pre_name_; }      // resolved pre-tokenizer name
 
   int32_t n_tokens() const { return static_cast<int32_t>(tokens_.size()); }
   bool valid(int32_t id) const { return id >= 0 && id < n_tokens(); }
@@ -76,7 +82,7 @@ class Vocab {
   bool add_eos() const { return add_eos_; }
   bool add_space_prefix() const { return add_space_prefix_; }
   bool remove_extra_whitespaces() const { return remove_extra_whitespaces_; }
-  bool clean_spaces() const { return clean_spaces_; }  // detokenizer cleans " ," etc.
+  bool clean_spaces() const { return clean_spaces_; }    // detokenizer cleans " ," etc.
   bool ignore_merges() const { return ignore_merges_; }  // BPE: whole pre-token if in vocab
 
  private:

@@ -11,7 +11,7 @@
 namespace baton::tokenizer {
 namespace {
 
-constexpr size_t kMaxWordChars = 100;  // HF WordPiece max_input_chars_per_word
+constexpr size_t kMaxWordChars = 100;                     // HF WordPiece max_input_chars_per_word
 constexpr std::string_view kWordPrefix = "\xE2\x96\x81";  // U+2581
 
 bool is_whitespace(UChar32 c) {
@@ -21,24 +21,23 @@ bool is_whitespace(UChar32 c) {
 bool is_control(UChar32 c) {
   if (c == '\t' || c == '\n' || c == '\r') return false;
   switch (u_charType(c)) {
-    case U_CONTROL_CHAR: case U_FORMAT_CHAR: case U_UNASSIGNED: case U_PRIVATE_USE_CHAR:
-    case U_SURROGATE:
-      return true;
-    default:
-      return false;
+    case U_CONTROL_CHAR:
+    case U_FORMAT_CHAR:
+    case U_UNASSIGNED:
+    case U_PRIVATE_USE_CHAR:
+    case U_SURROGATE: return true;
+    default: return false;
   }
 }
 
 bool is_punctuation(UChar32 c) {
-  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126))
-    return true;
+  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126)) return true;
   return u_ispunct(c);
 }
 
 bool is_cjk(UChar32 c) {
-  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
-         (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
-         (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+         (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
          (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 

@@ -30,23 +30,23 @@
 namespace baton::kernels {
 
 struct AttentionShape {
-  int64_t n_head = 0;      // query heads
-  int64_t n_head_kv = 0;   // KV heads; n_head % n_head_kv == 0, head h reads KV head h / (n_head / n_head_kv)
-  int64_t head_dim = 0;    // <= kMaxHeadDim
-  size_t kv_stride = 0;    // F16 elements from one cache position to the next (>= n_head_kv * head_dim)
-  float scale = 0.0f;      // applied to q·k (usually 1/sqrt(head_dim))
+  int64_t n_head = 0;     // query heads
+  int64_t n_head_kv = 0;  // KV heads; n_head % n_head_kv == 0, head h reads KV head h / (n_head / n_head_kv)
+  int64_t head_dim = 0;   // <= kMaxHeadDim
+  size_t kv_stride = 0;   // F16 elements from one cache position to the next (>= n_head_kv * head_dim)
+  float scale = 0.0f;     // applied to q·k (usually 1/sqrt(head_dim))
 
   static constexpr int64_t kMaxHeadDim = 512;
 };
 
 // One query token: position p of KV head j is at k + p * kv_stride + j * head_dim (likewise v).
 struct AttentionQuery {
-  const float* q = nullptr;      // [n_head, head_dim]
-  const uint16_t* k = nullptr;   // F16 [n_kv][n_head_kv][head_dim] (row stride kv_stride)
-  const uint16_t* v = nullptr;   // F16, same layout
-  int64_t n_kv = 0;              // positions 0 .. n_kv-1 are visible (causal: the token's pos + 1); >= 1
-  float* out = nullptr;          // [n_head, head_dim]
-  bool tiled = false;            // llama.cpp's tiled mode (one_chunk when head_dim % 8 != 0, as there)
+  const float* q = nullptr;     // [n_head, head_dim]
+  const uint16_t* k = nullptr;  // F16 [n_kv][n_head_kv][head_dim] (row stride kv_stride)
+  const uint16_t* v = nullptr;  // F16, same layout
+  int64_t n_kv = 0;             // positions 0 .. n_kv-1 are visible (causal: the token's pos + 1); >= 1
+  float* out = nullptr;         // [n_head, head_dim]
+  bool tiled = false;           // llama.cpp's tiled mode (one_chunk when head_dim % 8 != 0, as there)
 };
 
 // llama.cpp takes the tiled mode for micro-batches of at least this many query rows (we count

@@ -1,6 +1,6 @@
 // avx2 attention for a range of query heads of one query (built with -march=x86-64-v3):
-// attention/attention_onechunk_simd.inc's and attention/attention_tiled_simd.inc's 256-bit F16C/FMA versions of the reference
-// algorithms of attention_scalar.cpp, bitwise equal to them.
+// attention/attention_onechunk_simd.inc's and attention/attention_tiled_simd.inc's 256-bit F16C/FMA versions of the
+// reference algorithms of attention_scalar.cpp, bitwise equal to them.
 #include <immintrin.h>
 
 #include <algorithm>

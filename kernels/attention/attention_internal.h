@@ -14,18 +14,18 @@ constexpr int64_t kAttentionChunk = 64;
 // for all heads of the range, so the cache is walked front to back once (on a
 // [pos][kv_head][dim] cache a per-head walk would touch every page once per KV head).
 struct AttentionTask {
-  const float* q;          // [n_head][head_dim] of the query (head h at q + h * head_dim)
-  const uint16_t* k;       // position 0, KV head 0; position p, KV head j at k + p * kv_stride + j * head_dim
+  const float* q;     // [n_head][head_dim] of the query (head h at q + h * head_dim)
+  const uint16_t* k;  // position 0, KV head 0; position p, KV head j at k + p * kv_stride + j * head_dim
   const uint16_t* v;
-  float* out;              // [n_head][head_dim]
-  int64_t h0, h1;          // head range, 0 <= h0 < h1 <= n_head
-  int64_t group;           // n_head / n_head_kv
-  int64_t head_dim;        // 1 .. kMaxHeadDim
-  int64_t n_kv;            // >= 1
-  size_t kv_stride;        // F16 elements
+  float* out;        // [n_head][head_dim]
+  int64_t h0, h1;    // head range, 0 <= h0 < h1 <= n_head
+  int64_t group;     // n_head / n_head_kv
+  int64_t head_dim;  // 1 .. kMaxHeadDim
+  int64_t n_kv;      // >= 1
+  size_t kv_stride;  // F16 elements
   float scale;
-  bool tiled;              // llama.cpp's tiled mode (head_dim % 8 == 0 guaranteed)
-  float* scratch;          // attention_scratch_floats(h1 - h0, head_dim) floats, 64-byte aligned
+  bool tiled;      // llama.cpp's tiled mode (head_dim % 8 == 0 guaranteed)
+  float* scratch;  // attention_scratch_floats(h1 - h0, head_dim) floats, 64-byte aligned
 };
 
 // KV positions per tile of the tiled mode (llama.cpp's GGML_FA_TILE_KV).
@@ -55,12 +55,22 @@ float attention_dot_f16(const uint16_t* x, const uint16_t* y, int64_t n);
 
 using AttendFn = void (*)(const AttentionTask& t);
 
-namespace scalar { void attend(const AttentionTask& t); }
-namespace avx2 { void attend(const AttentionTask& t); }
-namespace avx512 { void attend(const AttentionTask& t); }
+namespace scalar {
+void attend(const AttentionTask& t);
+}
+namespace avx2 {
+void attend(const AttentionTask& t);
+}
+namespace avx512 {
+void attend(const AttentionTask& t);
+}
 
 // y[i] = std::exp(x[i]), bitwise as glibc's expf computes it (attention/expf_glibc_simd.inc).
-namespace avx2 { void expf_glibc(const float* x, float* y, int64_t n); }
-namespace avx512 { void expf_glibc(const float* x, float* y, int64_t n); }
+namespace avx2 {
+void expf_glibc(const float* x, float* y, int64_t n);
+}
+namespace avx512 {
+void expf_glibc(const float* x, float* y, int64_t n);
+}
 
 }  // namespace baton::kernels

@@ -32,8 +32,8 @@ Quants nibbles(const uint8_t* qs) {
   const __m128i q = load16(qs);
   const __m128i m = _mm_set1_epi8(0x0F);
   const __m128i lo = _mm_and_si128(q, m), hi = _mm_and_si128(_mm_srli_epi16(q, 4), m);
-  return {{_mm256_cvtepu8_epi32(lo), _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)),
-           _mm256_cvtepu8_epi32(hi), _mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8))}};
+  return {{_mm256_cvtepu8_epi32(lo), _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)), _mm256_cvtepu8_epi32(hi),
+           _mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8))}};
 }
 
 void add_fifth_bits(const uint8_t* qh_bytes, Quants& q) {
@@ -64,8 +64,8 @@ void store_scaled_min(float* y, const Quants& q, float d, float m) {
 void dequantize_q8(const uint8_t* x, size_t block_bytes, size_t qs_offset, float* y, int64_t n) {
   for (int64_t i = 0; i < n / kQK; ++i, x += block_bytes, y += kQK) {
     const __m128i a = load16(x + qs_offset), b = load16(x + qs_offset + 16);
-    const Quants q = {{_mm256_cvtepi8_epi32(a), _mm256_cvtepi8_epi32(_mm_srli_si128(a, 8)),
-                       _mm256_cvtepi8_epi32(b), _mm256_cvtepi8_epi32(_mm_srli_si128(b, 8))}};
+    const Quants q = {{_mm256_cvtepi8_epi32(a), _mm256_cvtepi8_epi32(_mm_srli_si128(a, 8)), _mm256_cvtepi8_epi32(b),
+                       _mm256_cvtepi8_epi32(_mm_srli_si128(b, 8))}};
     store_scaled(y, q, 0, half(x));
   }
 }
@@ -91,11 +91,10 @@ float quantize_block(const float* x, int8_t* qs, int32_t* sum) {
   const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
   __m256i q[4];
   for (int i = 0; i < 4; ++i)
-    q[i] = _mm256_cvtps_epi32(
-        _mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   const __m256i q01 = _mm256_packs_epi32(q[0], q[1]), q23 = _mm256_packs_epi32(q[2], q[3]);
-  const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q01, q23),
-                                                    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  const __m256i bytes =
+      _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q01, q23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), bytes);
   if (sum) {  // of the stored (saturated) values
     const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), bytes);
@@ -112,8 +111,7 @@ float quantize_block(const float* x, int8_t* qs, int32_t* sum) {
 
 void dequantize_q4_0(const void* src, float* y, int64_t n) {
   const auto* x = static_cast<const uint8_t*>(src);
-  for (int64_t i = 0; i < n / kQK; ++i, x += sizeof(BlockQ4_0), y += kQK)
-    store_scaled(y, nibbles(x + 2), 8, half(x));
+  for (int64_t i = 0; i < n / kQK; ++i, x += sizeof(BlockQ4_0), y += kQK) store_scaled(y, nibbles(x + 2), 8, half(x));
 }
 
 void dequantize_q4_1(const void* src, float* y, int64_t n) {

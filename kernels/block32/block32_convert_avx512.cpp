@@ -52,8 +52,7 @@ void store_scaled_min(float* y, __m512i lo, __m512i hi, __m512 d, __m512 m) {
 void dequantize_q8(const uint8_t* x, size_t block_bytes, size_t qs_offset, float* y, int64_t n) {
   for (int64_t i = 0; i < n / kQK; ++i, x += block_bytes, y += kQK) {
     const __m512 d = _mm512_set1_ps(half(x));
-    store_scaled(y, _mm512_cvtepi8_epi32(load16(x + qs_offset)),
-                 _mm512_cvtepi8_epi32(load16(x + qs_offset + 16)), d);
+    store_scaled(y, _mm512_cvtepi8_epi32(load16(x + qs_offset)), _mm512_cvtepi8_epi32(load16(x + qs_offset + 16)), d);
   }
 }
 
@@ -72,9 +71,9 @@ float quantize_block(const float* x, int8_t* qs, int32_t* sum) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), _mm512_cvtsepi32_epi8(i0));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16), _mm512_cvtsepi32_epi8(i1));
   if (sum) {  // of the stored (saturated) values
-    *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(
-        _mm512_cvtepi8_epi32(load16(reinterpret_cast<const uint8_t*>(qs))),
-        _mm512_cvtepi8_epi32(load16(reinterpret_cast<const uint8_t*>(qs + 16)))));
+    *sum = _mm512_reduce_add_epi32(
+        _mm512_add_epi32(_mm512_cvtepi8_epi32(load16(reinterpret_cast<const uint8_t*>(qs))),
+                         _mm512_cvtepi8_epi32(load16(reinterpret_cast<const uint8_t*>(qs + 16)))));
   }
   return d;
 }
@@ -87,8 +86,7 @@ void dequantize_q4_0(const void* src, float* y, int64_t n) {
     __m512i lo, hi;
     nibbles(x + 2, lo, hi);
     const __m512i eight = _mm512_set1_epi32(8);
-    store_scaled(y, _mm512_sub_epi32(lo, eight), _mm512_sub_epi32(hi, eight),
-                 _mm512_set1_ps(half(x)));
+    store_scaled(y, _mm512_sub_epi32(lo, eight), _mm512_sub_epi32(hi, eight), _mm512_set1_ps(half(x)));
   }
 }
 
@@ -108,8 +106,7 @@ void dequantize_q5_0(const void* src, float* y, int64_t n) {
     nibbles(x + 6, lo, hi);
     add_fifth_bits(x + 2, lo, hi);
     const __m512i sixteen = _mm512_set1_epi32(16);
-    store_scaled(y, _mm512_sub_epi32(lo, sixteen), _mm512_sub_epi32(hi, sixteen),
-                 _mm512_set1_ps(half(x)));
+    store_scaled(y, _mm512_sub_epi32(lo, sixteen), _mm512_sub_epi32(hi, sixteen), _mm512_set1_ps(half(x)));
   }
 }
 

@@ -118,8 +118,9 @@ inline void scale_products(const uint8_t* w_d, size_t w_stride, const uint8_t* a
       iw[j] = T + k / T;
       ia[j] = k % T;
     }
-    const __m256 p = _mm256_mul_ps(_mm256_permutevar8x32_ps(f, _mm256_load_si256(reinterpret_cast<const __m256i*>(iw))),
-                                   _mm256_permutevar8x32_ps(f, _mm256_load_si256(reinterpret_cast<const __m256i*>(ia))));
+    const __m256 p =
+        _mm256_mul_ps(_mm256_permutevar8x32_ps(f, _mm256_load_si256(reinterpret_cast<const __m256i*>(iw))),
+                      _mm256_permutevar8x32_ps(f, _mm256_load_si256(reinterpret_cast<const __m256i*>(ia))));
     if (8 * v + 8 <= R * T) {
       _mm256_storeu_ps(dd + 8 * v, p);
     } else {
@@ -206,7 +207,8 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
         if constexpr (F::kChain) {
           chain[r][t] = std::fma(hsum_i32(l), d * ad[t], chain[r][t]);
         } else {
-          const __m256 dwa = kVecScales ? _mm256_broadcast_ss(dd + r * T + t) : _mm256_mul_ps(_mm256_set1_ps(d), _mm256_set1_ps(ad[t]));
+          const __m256 dwa = kVecScales ? _mm256_broadcast_ss(dd + r * T + t)
+                                        : _mm256_mul_ps(_mm256_set1_ps(d), _mm256_set1_ps(ad[t]));
           acc[r][t] = _mm256_fmadd_ps(dwa, _mm256_cvtepi32_ps(l), acc[r][t]);
           if constexpr (F::kMin) summs[r][t] = summs[r][t] + m * as[t];
         }
@@ -313,8 +315,8 @@ int64_t decode_row_pairs(int64_t nb, const uint8_t* w, size_t w_stride, int64_t 
 }
 
 template <class F, bool kVnni>
-void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-          int64_t n_tok, float* out, size_t out_stride) {
+void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+          float* out, size_t out_stride) {
   const int64_t nb = k / kQK;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
@@ -347,8 +349,8 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
 #endif
     for (int64_t t0 = 2 * n_pairs; t0 < n_tok; t0 += kToks) {
       const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;
-      pick<F, kVnni>(nr, nt)(nb, wb + r0 * w_stride, w_stride, ab + t0 * a_stride, a_stride,
-                             out + t0 * out_stride + r0, out_stride);
+      pick<F, kVnni>(nr, nt)(nb, wb + r0 * w_stride, w_stride, ab + t0 * a_stride, a_stride, out + t0 * out_stride + r0,
+                             out_stride);
     }
     r0 += nr;
   }
@@ -361,24 +363,24 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
 
 // Defines the five entry points gemm_q4_0 ... gemm_q8_0 (suffix SUFFIX) in the current
 // namespace with the given VNNI choice.
-#define BATON_LEGACY_LLAMA_GEMMS(SUFFIX, VNNI)                                                             \
-  void gemm_q4_0##SUFFIX(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as,        \
-                         int64_t nt, float* out, size_t os) {                                               \
-    llama_order::gemm<llama_order::Q4_0, VNNI>(k, w, ws, nr, a, as, nt, out, os);                           \
-  }                                                                                                         \
-  void gemm_q4_1##SUFFIX(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as,        \
-                         int64_t nt, float* out, size_t os) {                                               \
-    llama_order::gemm<llama_order::Q4_1, VNNI>(k, w, ws, nr, a, as, nt, out, os);                           \
-  }                                                                                                         \
-  void gemm_q5_0##SUFFIX(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as,        \
-                         int64_t nt, float* out, size_t os) {                                               \
-    llama_order::gemm<llama_order::Q5_0, VNNI>(k, w, ws, nr, a, as, nt, out, os);                           \
-  }                                                                                                         \
-  void gemm_q5_1##SUFFIX(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as,        \
-                         int64_t nt, float* out, size_t os) {                                               \
-    llama_order::gemm<llama_order::Q5_1, VNNI>(k, w, ws, nr, a, as, nt, out, os);                           \
-  }                                                                                                         \
-  void gemm_q8_0##SUFFIX(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as,        \
-                         int64_t nt, float* out, size_t os) {                                               \
-    llama_order::gemm<llama_order::Q8_0, VNNI>(k, w, ws, nr, a, as, nt, out, os);                           \
+#define BATON_LEGACY_LLAMA_GEMMS(SUFFIX, VNNI)                                                                  \
+  void gemm_q4_0##SUFFIX(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, \
+                         float* out, size_t os) {                                                               \
+    llama_order::gemm<llama_order::Q4_0, VNNI>(k, w, ws, nr, a, as, nt, out, os);                               \
+  }                                                                                                             \
+  void gemm_q4_1##SUFFIX(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, \
+                         float* out, size_t os) {                                                               \
+    llama_order::gemm<llama_order::Q4_1, VNNI>(k, w, ws, nr, a, as, nt, out, os);                               \
+  }                                                                                                             \
+  void gemm_q5_0##SUFFIX(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, \
+                         float* out, size_t os) {                                                               \
+    llama_order::gemm<llama_order::Q5_0, VNNI>(k, w, ws, nr, a, as, nt, out, os);                               \
+  }                                                                                                             \
+  void gemm_q5_1##SUFFIX(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, \
+                         float* out, size_t os) {                                                               \
+    llama_order::gemm<llama_order::Q5_1, VNNI>(k, w, ws, nr, a, as, nt, out, os);                               \
+  }                                                                                                             \
+  void gemm_q8_0##SUFFIX(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, \
+                         float* out, size_t os) {                                                               \
+    llama_order::gemm<llama_order::Q8_0, VNNI>(k, w, ws, nr, a, as, nt, out, os);                               \
   }

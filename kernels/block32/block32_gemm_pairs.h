@@ -111,8 +111,8 @@ void tile_pairs(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* qs
 template <class F>
 using PairTileFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, const float*, float*, size_t);
 
-constexpr int kPairRows = 4;   // rows of a prefill pair tile
-constexpr int kPairs = 4;      // token pairs of a prefill pair tile (8 tokens)
+constexpr int kPairRows = 4;  // rows of a prefill pair tile
+constexpr int kPairs = 4;     // token pairs of a prefill pair tile (8 tokens)
 
 template <class F, int R>
 PairTileFn<F> pick_pairs_n(int64_t np) {

@@ -41,8 +41,8 @@ inline __m256i denibble(const uint8_t* p) {
 inline __m256i fifth_bits(const uint8_t* qh) {
   uint32_t bits;
   __builtin_memcpy(&bits, qh, 4);
-  const __m256i shuffle = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101,
-                                             0x0202020202020202, 0x0303030303030303);
+  const __m256i shuffle =
+      _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
   const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), shuffle);
   const __m256i bit = _mm256_set1_epi64x(0x8040201008040201);
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(16));

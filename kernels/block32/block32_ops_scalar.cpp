@@ -15,15 +15,13 @@ namespace {
 template <class Block>
 Block load_block(const void* base, int64_t i) {
   Block b;
-  std::memcpy(&b, static_cast<const uint8_t*>(base) + i * static_cast<int64_t>(sizeof(Block)),
-              sizeof(Block));
+  std::memcpy(&b, static_cast<const uint8_t*>(base) + i * static_cast<int64_t>(sizeof(Block)), sizeof(Block));
   return b;
 }
 
 template <class Block>
 void store_block(void* base, int64_t i, const Block& b) {
-  std::memcpy(static_cast<uint8_t*>(base) + i * static_cast<int64_t>(sizeof(Block)), &b,
-              sizeof(Block));
+  std::memcpy(static_cast<uint8_t*>(base) + i * static_cast<int64_t>(sizeof(Block)), &b, sizeof(Block));
 }
 
 uint32_t load_qh(const uint8_t (&qh)[4]) {
@@ -97,8 +95,7 @@ void quantize_q4_0_ref(const float* src, void* dst, int64_t n) {
     b.d = fp32_to_fp16(d);
     for (int j = 0; j < kQK / 2; ++j) {
       const uint8_t lo = std::min(15, to_i8(x[j] * id + 8.5f));
-      const uint8_t hi =
-          std::min(15, to_i8(x[j + kQK / 2] * id + 8.5f));
+      const uint8_t hi = std::min(15, to_i8(x[j + kQK / 2] * id + 8.5f));
       b.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
     }
     store_block(dst, i, b);
@@ -116,10 +113,8 @@ void quantize_q4_1_ref(const float* src, void* dst, int64_t n) {
     b.d = fp32_to_fp16(d);
     b.m = fp32_to_fp16(min);
     for (int j = 0; j < kQK / 2; ++j) {
-      const uint8_t lo =
-          std::min(15, to_i8((x[j] - min) * id + 0.5f));
-      const uint8_t hi = std::min(
-          15, to_i8((x[j + kQK / 2] - min) * id + 0.5f));
+      const uint8_t lo = std::min(15, to_i8((x[j] - min) * id + 0.5f));
+      const uint8_t hi = std::min(15, to_i8((x[j + kQK / 2] - min) * id + 0.5f));
       b.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
     }
     store_block(dst, i, b);
@@ -136,8 +131,7 @@ void quantize_q5_0_ref(const float* src, void* dst, int64_t n) {
     uint32_t qh = 0;
     for (int j = 0; j < kQK / 2; ++j) {
       const uint8_t lo = std::min(31, to_i8(x[j] * id + 16.5f));
-      const uint8_t hi =
-          std::min(31, to_i8(x[j + kQK / 2] * id + 16.5f));
+      const uint8_t hi = std::min(31, to_i8(x[j + kQK / 2] * id + 16.5f));
       b.qs[j] = static_cast<uint8_t>((lo & 0x0F) | ((hi & 0x0F) << 4));
       qh |= ((lo & 0x10u) >> 4) << j;
       qh |= ((hi & 0x10u) >> 4) << (j + kQK / 2);
@@ -230,8 +224,7 @@ void dequantize_q5_0(const void* src, float* dst, int64_t n) {
     const auto b = load_block<BlockQ5_0>(src, i);
     const float d = fp16_to_fp32(b.d);
     const uint32_t qh = load_qh(b.qh);
-    for (int j = 0; j < kQK; ++j)
-      dst[i * kQK + j] = static_cast<float>((nibble(b.qs, j) | fifth_bit(qh, j)) - 16) * d;
+    for (int j = 0; j < kQK; ++j) dst[i * kQK + j] = static_cast<float>((nibble(b.qs, j) | fifth_bit(qh, j)) - 16) * d;
   }
 }
 
@@ -240,8 +233,7 @@ void dequantize_q5_1(const void* src, float* dst, int64_t n) {
     const auto b = load_block<BlockQ5_1>(src, i);
     const float d = fp16_to_fp32(b.d), m = fp16_to_fp32(b.m);
     const uint32_t qh = load_qh(b.qh);
-    for (int j = 0; j < kQK; ++j)
-      dst[i * kQK + j] = static_cast<float>(nibble(b.qs, j) | fifth_bit(qh, j)) * d + m;
+    for (int j = 0; j < kQK; ++j) dst[i * kQK + j] = static_cast<float>(nibble(b.qs, j) | fifth_bit(qh, j)) * d + m;
   }
 }
 
@@ -345,8 +337,8 @@ float dot_row(int64_t nb, const uint8_t* wr, const uint8_t* at) {
 }
 
 template <class Dot>
-void gemm_blocks(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                 size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_blocks(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                 int64_t n_tok, float* out, size_t out_stride) {
   const int64_t nb = k / kQK;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
@@ -357,24 +349,24 @@ void gemm_blocks(int64_t k, const void* w, size_t w_stride, int64_t n_rows, cons
 
 }  // namespace
 
-void gemm_q4_0(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-               size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_q4_0(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+               float* out, size_t out_stride) {
   gemm_blocks<DotQ4_0>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
-void gemm_q4_1(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-               size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_q4_1(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+               float* out, size_t out_stride) {
   gemm_blocks<DotQ4_1>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
-void gemm_q5_0(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-               size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_q5_0(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+               float* out, size_t out_stride) {
   gemm_blocks<DotQ5_0>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
-void gemm_q5_1(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-               size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_q5_1(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+               float* out, size_t out_stride) {
   gemm_blocks<DotQ5_1>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
-void gemm_q8_0(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-               size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_q8_0(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+               float* out, size_t out_stride) {
   gemm_blocks<DotQ8_0>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 

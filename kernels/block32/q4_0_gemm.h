@@ -107,8 +107,8 @@ inline void prefetch_l2(const uint8_t* base, size_t offset) {
 // 8 rows (w, w_stride apart) x T tokens; info = this tile's first token's Q4Act row (nb apart).
 // prefetch: fetch the next group's bytes (the first token tile of a group).
 template <bool kVnni, int T>
-void q4_0_rows8(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride,
-                const Q4Act* info, float* out, size_t out_stride, bool prefetch) {
+void q4_0_rows8(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, const Q4Act* info,
+                float* out, size_t out_stride, bool prefetch) {
   constexpr size_t kWB = sizeof(BlockQ4_0);
   constexpr size_t kAB = sizeof(BlockQ8_0);
   const __m256i m15 = _mm256_set1_epi8(15);
@@ -166,8 +166,8 @@ inline __m512i bcast16_512(const uint8_t* p) {
 
 // 16 rows x T tokens in zmm registers: lane j of acc = row j.
 template <bool kVnni, int T>
-void q4_0_rows16(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride,
-                 const Q4Act* info, float* out, size_t out_stride, bool prefetch) {
+void q4_0_rows16(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, const Q4Act* info,
+                 float* out, size_t out_stride, bool prefetch) {
   constexpr size_t kWB = sizeof(BlockQ4_0);
   constexpr size_t kAB = sizeof(BlockQ8_0);
   const __m512i m15 = _mm512_set1_epi8(15);
@@ -175,8 +175,9 @@ void q4_0_rows16(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   const size_t s = w_stride;
-  const __m512i row_offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                                 _mm512_set1_epi32(static_cast<int>(w_stride)));
+  const __m512i row_offsets =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(w_stride)));
   for (int64_t i = 0; i < nb; ++i) {
     // Row 4q + m of block i at b[q] + m * s: the opaque base keeps the compiler from turning the
     // 16 row addresses into 16 induction variables (it ran out of registers).
@@ -201,12 +202,11 @@ void q4_0_rows16(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a
       const uint8_t* ab = a + t * a_stride + i * kAB;
       const __m512i alo = bcast16_512(ab + 2), ahi = bcast16_512(ab + 18);
       const Q4Act& ai = info[t * nb + i];
-      const __m512i sum = _mm512_add_epi32(
-          transpose_add4_512(nibble_dot2_512<kVnni>(lo[0], hi[0], alo, ahi),
-                             nibble_dot2_512<kVnni>(lo[1], hi[1], alo, ahi),
-                             nibble_dot2_512<kVnni>(lo[2], hi[2], alo, ahi),
-                             nibble_dot2_512<kVnni>(lo[3], hi[3], alo, ahi)),
-          _mm512_set1_epi32(ai.bias));
+      const __m512i sum = _mm512_add_epi32(transpose_add4_512(nibble_dot2_512<kVnni>(lo[0], hi[0], alo, ahi),
+                                                              nibble_dot2_512<kVnni>(lo[1], hi[1], alo, ahi),
+                                                              nibble_dot2_512<kVnni>(lo[2], hi[2], alo, ahi),
+                                                              nibble_dot2_512<kVnni>(lo[3], hi[3], alo, ahi)),
+                                           _mm512_set1_epi32(ai.bias));
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(ai.d)), acc[t]);
     }
   }
@@ -215,8 +215,7 @@ void q4_0_rows16(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a
 }
 #endif
 
-using Q4RowsFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, const Q4Act*, float*, size_t,
-                          bool);
+using Q4RowsFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, const Q4Act*, float*, size_t, bool);
 
 // Token tiles: 2 (AVX2: 16 ymm) or 4 (AVX-512).
 #ifdef __AVX512F__

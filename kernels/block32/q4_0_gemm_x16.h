@@ -198,8 +198,8 @@ void gemm_q4_0_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
 }  // namespace baton::kernels
 
 // Defines gemm_q4_0_x16##SUFFIX in the current namespace.
-#define BATON_LEGACY_Q4_0_X16_GEMM(SUFFIX, VNNI)                                                     \
-  void gemm_q4_0_x16##SUFFIX(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, \
-                             int64_t nt, float* out, size_t os) {                                    \
-    llama_order::gemm_q4_0_x16<VNNI>(k, w, ws, nr, a, as, nt, out, os);                              \
+#define BATON_LEGACY_Q4_0_X16_GEMM(SUFFIX, VNNI)                                                                    \
+  void gemm_q4_0_x16##SUFFIX(int64_t k, const void* w, size_t ws, int64_t nr, const void* a, size_t as, int64_t nt, \
+                             float* out, size_t os) {                                                               \
+    llama_order::gemm_q4_0_x16<VNNI>(k, w, ws, nr, a, as, nt, out, os);                                             \
   }

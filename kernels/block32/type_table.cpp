@@ -14,23 +14,20 @@ struct IsaFns {
   GemmFn g4_0, g4_1, g5_0, g5_1, g8_0;
 };
 
-constexpr IsaFns kScalarFns = {
-    scalar::dequantize_q4_0, scalar::dequantize_q4_1, scalar::dequantize_q5_0,
-    scalar::dequantize_q5_1, scalar::dequantize_q8_0, scalar::dequantize_q8_1,
-    scalar::quantize_q8_0,   scalar::quantize_q8_1,   scalar::gemm_q4_0,
-    scalar::gemm_q4_1,       scalar::gemm_q5_0,       scalar::gemm_q5_1,
-    scalar::gemm_q8_0};
-constexpr IsaFns kAvx2Fns = {
-    avx2::dequantize_q4_0, avx2::dequantize_q4_1, avx2::dequantize_q5_0, avx2::dequantize_q5_1,
-    avx2::dequantize_q8_0, avx2::dequantize_q8_1, avx2::quantize_q8_0,   avx2::quantize_q8_1,
-    avx2::gemm_q4_0,       avx2::gemm_q4_1,       avx2::gemm_q5_0,       avx2::gemm_q5_1,
-    avx2::gemm_q8_0};
-constexpr IsaFns kAvx512Fns = {
-    avx512::dequantize_q4_0, avx512::dequantize_q4_1, avx512::dequantize_q5_0,
-    avx512::dequantize_q5_1, avx512::dequantize_q8_0, avx512::dequantize_q8_1,
-    avx512::quantize_q8_0,   avx512::quantize_q8_1,   avx512::gemm_q4_0,
-    avx512::gemm_q4_1,       avx512::gemm_q5_0,       avx512::gemm_q5_1,
-    avx512::gemm_q8_0};
+constexpr IsaFns kScalarFns = {scalar::dequantize_q4_0, scalar::dequantize_q4_1, scalar::dequantize_q5_0,
+                               scalar::dequantize_q5_1, scalar::dequantize_q8_0, scalar::dequantize_q8_1,
+                               scalar::quantize_q8_0,   scalar::quantize_q8_1,   scalar::gemm_q4_0,
+                               scalar::gemm_q4_1,       scalar::gemm_q5_0,       scalar::gemm_q5_1,
+                               scalar::gemm_q8_0};
+constexpr IsaFns kAvx2Fns = {avx2::dequantize_q4_0, avx2::dequantize_q4_1, avx2::dequantize_q5_0, avx2::dequantize_q5_1,
+                             avx2::dequantize_q8_0, avx2::dequantize_q8_1, avx2::quantize_q8_0,   avx2::quantize_q8_1,
+                             avx2::gemm_q4_0,       avx2::gemm_q4_1,       avx2::gemm_q5_0,       avx2::gemm_q5_1,
+                             avx2::gemm_q8_0};
+constexpr IsaFns kAvx512Fns = {avx512::dequantize_q4_0, avx512::dequantize_q4_1, avx512::dequantize_q5_0,
+                               avx512::dequantize_q5_1, avx512::dequantize_q8_0, avx512::dequantize_q8_1,
+                               avx512::quantize_q8_0,   avx512::quantize_q8_1,   avx512::gemm_q4_0,
+                               avx512::gemm_q4_1,       avx512::gemm_q5_0,       avx512::gemm_q5_1,
+                               avx512::gemm_q8_0};
 
 // The AVX-VNNI tier: AVX2's conversions, the AVX2 gemms built with vpdpbusd (simd256_tier.h).
 IsaFns avxvnni_fns() {

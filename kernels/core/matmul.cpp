@@ -23,8 +23,8 @@ struct RowChunk {
 size_t dense_row_bytes(GgmlType type, int64_t k, std::string_view name) {
   const GgmlTypeInfo& info = require_ggml_type(type);
   if (k <= 0 || k % info.block_size != 0)
-    fail<FormatError>("tensor {}: row length {} is not a positive multiple of the {} block size {}", name, k,
-                      info.name, info.block_size);
+    fail<FormatError>("tensor {}: row length {} is not a positive multiple of the {} block size {}", name, k, info.name,
+                      info.block_size);
   return static_cast<size_t>(k / info.block_size) * info.block_bytes;
 }
 
@@ -85,8 +85,8 @@ void MatmulDriver::matmul(const WeightView& w, const float* act, int64_t n_tok, 
   matmul(std::span<const MatmulTarget>(&target, 1), act, static_cast<size_t>(w.k), n_tok, orders);
 }
 
-void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* act, size_t act_stride,
-                          int64_t n_tok, std::span<const RowOrder> orders) {
+void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* act, size_t act_stride, int64_t n_tok,
+                          std::span<const RowOrder> orders) {
   if (targets.empty() || n_tok <= 0) return;
   const int64_t k = targets[0].w.k;
   if (act_stride < static_cast<size_t>(k))
@@ -154,8 +154,7 @@ void MatmulDriver::matmul(std::span<const MatmulTarget> targets, const float* ac
     }
     if (converted_[i]) continue;
     if (!resolved_[i].activation || !resolved_[i].activation->from_float)
-      fail<UnsupportedError>("matmul {}: no quantizer for activation type {}", targets[i].w.name,
-                             ggml_type_name(vdt));
+      fail<UnsupportedError>("matmul {}: no quantizer for activation type {}", targets[i].w.name, ggml_type_name(vdt));
     if (n_conv == 4) fail("fused matmul: more than 4 distinct activation types in one call");
     const size_t row_bytes = dense_row_bytes(vdt, k, targets[i].w.name);
     void* dst = act_scratch(vdt, row_bytes * static_cast<size_t>(n_tok));

@@ -28,9 +28,9 @@ struct WeightView {
   GgmlType type = GgmlType::kF32;
   const void* data = nullptr;
   int64_t n_rows = 0;
-  int64_t k = 0;                 // elements per row (GGUF ne[0])
+  int64_t k = 0;  // elements per row (GGUF ne[0])
   size_t row_bytes = 0;
-  std::string_view name;         // the tensor name, for error messages
+  std::string_view name;  // the tensor name, for error messages
   // Rows [0, repacked_rows) are stored in the type's load-time layout (TypeOps::repack, groups
   // of repack_rows rows); the rest are plain rows. 0: all plain.
   int64_t repacked_rows = 0;
@@ -55,8 +55,8 @@ MatmulKernels require_matmul_kernels(GgmlType type, Isa isa, std::string_view te
 struct MatmulTarget {
   WeightView w;
   float* out = nullptr;
-  size_t out_stride = 0;                     // in floats; >= w.n_rows
-  const MatmulKernels* kernels = nullptr;    // nullptr: require_matmul_kernels(w.type, active_isa())
+  size_t out_stride = 0;                   // in floats; >= w.n_rows
+  const MatmulKernels* kernels = nullptr;  // nullptr: require_matmul_kernels(w.type, active_isa())
 };
 
 // How the driver cuts work (speed only: results never depend on it).
@@ -64,7 +64,7 @@ struct MatmulTuning {
   // Tokens per gemm call in batches: the kernels reuse each weight block across the tile (128
   // measured best: docs/BENCHMARKS.md, Kernel notes).
   int64_t token_tile = 128;
-  int64_t chunks_per_thread = 8;   // output-row chunks per thread, for load balance
+  int64_t chunks_per_thread = 8;  // output-row chunks per thread, for load balance
 };
 
 // Which of llama.cpp's matmul kernels a row gets. llama.cpp decides by the number of rows in
@@ -88,8 +88,7 @@ class MatmulDriver {
   // orders: one RowOrder per token (row_orders()); empty: the tokens are taken as one sequence.
 
   // out [n_tok, w.n_rows] = act [n_tok, w.k] × Wᵀ, dense rows on both sides.
-  void matmul(const WeightView& w, const float* act, int64_t n_tok, float* out,
-              std::span<const RowOrder> orders = {});
+  void matmul(const WeightView& w, const float* act, int64_t n_tok, float* out, std::span<const RowOrder> orders = {});
 
   // Several weights sharing one input (q/k/v, gate/up): the input is converted once per
   // vec_dot_type and all outputs are computed in one pool run. act rows are act_stride floats

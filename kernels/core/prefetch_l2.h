@@ -18,14 +18,16 @@ namespace {  // NOLINT: one copy per ISA translation unit
 template <size_t kBytes>
 inline void prefetch_l2(uintptr_t addr) {
 #pragma GCC unroll 64
-  for (size_t line = 0; line < kBytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(addr + line), _MM_HINT_T1);
+  for (size_t line = 0; line < kBytes; line += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(addr + line), _MM_HINT_T1);
 }
 
 // The same into L1 (_MM_HINT_T0): what the repacked K-quant passes use.
 template <size_t kBytes>
 inline void prefetch_l1(uintptr_t addr) {
 #pragma GCC unroll 64
-  for (size_t line = 0; line < kBytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(addr + line), _MM_HINT_T0);
+  for (size_t line = 0; line < kBytes; line += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(addr + line), _MM_HINT_T0);
 }
 
 // The cache lines of [addr, addr + bytes), for a length known only at run time.

@@ -156,7 +156,8 @@ void ThreadPool::run_impl(Trampoline fn, void* ctx, int max_threads) {
   execute(0, nth);
 
   uint32_t left = pending_.load(std::memory_order_acquire);
-  if (left != 0 && poll_while(pending_, left, caller_budget_, spin_us_)) left = pending_.load(std::memory_order_acquire);
+  if (left != 0 && poll_while(pending_, left, caller_budget_, spin_us_))
+    left = pending_.load(std::memory_order_acquire);
   while (left != 0) {
     caller_sleeping_.store(1, std::memory_order_seq_cst);
     if (pending_.load(std::memory_order_seq_cst) == left) futex_wait(pending_, left);

@@ -63,11 +63,11 @@ class ThreadPool {
   std::unique_ptr<WorkerSlot[]> slots_;  // [n_threads_], slot 0 unused (the caller)
   std::vector<std::thread> workers_;
 
-  std::mutex run_mutex_;          // serialises callers
-  Trampoline job_fn_ = nullptr;   // written by run_impl before the generation bump (release)
+  std::mutex run_mutex_;         // serialises callers
+  Trampoline job_fn_ = nullptr;  // written by run_impl before the generation bump (release)
   void* job_ctx_ = nullptr;
   int job_nth_ = 1;
-  uint32_t generation_ = 0;       // last generation issued; guarded by run_mutex_
+  uint32_t generation_ = 0;                       // last generation issued; guarded by run_mutex_
   alignas(64) std::atomic<uint32_t> pending_{0};  // workers still running the current job
   std::atomic<uint32_t> caller_sleeping_{0};      // run()'s caller sleeps on pending_
   int spin_us_ = 0;                               // polling budget limit (us), see kDefaultSpinMicros
@@ -75,7 +75,7 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
 
   std::mutex error_mutex_;
-  std::exception_ptr error_;      // first exception thrown by a job in this run
+  std::exception_ptr error_;  // first exception thrown by a job in this run
 };
 
 }  // namespace baton::kernels

@@ -28,8 +28,8 @@ struct TypeOps {
   GgmlType type = GgmlType::kF32;
   GgmlType vec_dot_type = GgmlType::kF32;
   ToFloatFn to_float = nullptr;
-  FromFloatFn from_float = nullptr;   // nullptr when this build has no quantizer for the type
-  GemmFn gemm = nullptr;              // nullptr for pure activation types (Q8_K, Q8_1)
+  FromFloatFn from_float = nullptr;  // nullptr when this build has no quantizer for the type
+  GemmFn gemm = nullptr;             // nullptr for pure activation types (Q8_K, Q8_1)
   // The order for a token that is the only row of its sequence in the pass, when it differs
   // from gemm's (llama.cpp runs single rows through ggml_vec_dot_*, batches through tinyBLAS);
   // nullptr: gemm for every token. Same contract as gemm. MatmulDriver picks per token.

@@ -18,8 +18,7 @@ namespace {
 
 // Lanes [0, n) all ones, for maskload.
 __m256i lane_mask(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 // 16-bit formats: the tail is copied into a zeroed buffer (AVX2 has no 16-bit masked load).
@@ -33,28 +32,22 @@ struct LoadF16 {
   static __m256 full(const uint8_t* p, int64_t i) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i)));
   }
-  static __m256 part(const uint8_t* p, int64_t i, int64_t n) {
-    return _mm256_cvtph_ps(load_u16_part(p + 2 * i, n));
-  }
+  static __m256 part(const uint8_t* p, int64_t i, int64_t n) { return _mm256_cvtph_ps(load_u16_part(p + 2 * i, n)); }
 };
 
 struct LoadBF16 {
-  static __m256 widen(__m128i h) {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-  }
+  static __m256 widen(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
   static __m256 full(const uint8_t* p, int64_t i) {
     return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i)));
   }
-  static __m256 part(const uint8_t* p, int64_t i, int64_t n) {
-    return widen(load_u16_part(p + 2 * i, n));
-  }
+  static __m256 part(const uint8_t* p, int64_t i, int64_t n) { return widen(load_u16_part(p + 2 * i, n)); }
 };
 
 constexpr int kTbDecodeRows = 8;  // tinyBLAS order, n_tok == 1: 8 rows
 constexpr int kTbRows = 3;        // tinyBLAS order, n_tok > 1: 3 x 4 accumulators
 constexpr int kTbToks = 4;
-constexpr int kVdRows = 3;        // vec_dot order: 3 rows x 4 accumulators for one token,
-constexpr int kVdRowsBatch = 1;   // 1 row x 2 tokens for several
+constexpr int kVdRows = 3;       // vec_dot order: 3 rows x 4 accumulators for one token,
+constexpr int kVdRowsBatch = 1;  // 1 row x 2 tokens for several
 constexpr int kVdToks = 2;
 
 #include "kernels/float/float_gemm_simd.inc"
@@ -62,8 +55,7 @@ constexpr int kVdToks = 2;
 // Round to nearest even like the scalar reference; NaN becomes sign | 0x7E00 as there.
 __m128i f32_to_f16x8(__m256 x) {
   const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256i sign = _mm256_srli_epi32(
-      _mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(INT32_MIN)), 16);
+  const __m256i sign = _mm256_srli_epi32(_mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(INT32_MIN)), 16);
   const __m256i q32 = _mm256_or_si256(sign, _mm256_set1_epi32(0x7E00));
   const __m128i qnan = _mm_packus_epi32(_mm256_castsi256_si128(q32), _mm256_extracti128_si256(q32, 1));
   const __m256i nan32 = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
@@ -75,10 +67,9 @@ __m128i f32_to_f16x8(__m256 x) {
 __m128i f32_to_bf16x8(__m256 x) {
   const __m256i u = _mm256_castps_si256(x);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  const __m256i rounded = _mm256_srli_epi32(
-      _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
-  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-                                         _mm256_set1_epi32(0x7f800000));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+  const __m256i nan =
+      _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
   const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(64));
   const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
   return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
@@ -87,8 +78,7 @@ __m128i f32_to_bf16x8(__m256 x) {
 template <class Convert>
 void from_float(const float* src, uint8_t* p, int64_t n, Convert convert) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 2 * i), convert(_mm256_loadu_ps(src + i)));
+  for (; i + 8 <= n; i += 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 2 * i), convert(_mm256_loadu_ps(src + i)));
   if (i < n) {
     const __m128i h = convert(_mm256_maskload_ps(src + i, lane_mask(n - i)));
     uint16_t buf[8];
@@ -117,10 +107,10 @@ void float_to_bf16(const float* src, void* dst, int64_t n) {
   from_float(src, static_cast<uint8_t*>(dst), n, f32_to_bf16x8);
 }
 
-#define BATON_FLOAT_GEMM(name, order, L)                                                        \
-  void name(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, \
-            int64_t n_tok, float* out, size_t out_stride) {                                      \
-    order<L>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);                       \
+#define BATON_FLOAT_GEMM(name, order, L)                                                                              \
+  void name(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok, \
+            float* out, size_t out_stride) {                                                                          \
+    order<L>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);                                            \
   }
 BATON_FLOAT_GEMM(gemm_f32, gemm_batch_order, Ld8F32)
 BATON_FLOAT_GEMM(gemm_f16, gemm_batch_order, Ld8F16)

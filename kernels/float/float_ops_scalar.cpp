@@ -93,8 +93,8 @@ float dot_vec_bf16(const uint8_t* w, const uint8_t* a, int64_t k) {
 
 using DotFn = float (*)(const uint8_t*, const uint8_t*, int64_t);
 
-void gemm_with(DotFn dot, int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-               size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_with(DotFn dot, int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+               int64_t n_tok, float* out, size_t out_stride) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
   for (int64_t t = 0; t < n_tok; ++t)
@@ -105,9 +105,7 @@ void gemm_with(DotFn dot, int64_t k, const void* w, size_t w_stride, int64_t n_r
 
 void copy_f32(const float* src, void* dst, int64_t n) { std::memcpy(dst, src, n * sizeof(float)); }
 
-void f32_to_float(const void* src, float* dst, int64_t n) {
-  std::memcpy(dst, src, n * sizeof(float));
-}
+void f32_to_float(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, n * sizeof(float)); }
 
 void f16_to_float(const void* src, float* dst, int64_t n) {
   const auto* p = static_cast<const uint8_t*>(src);
@@ -135,29 +133,29 @@ void float_to_bf16(const float* src, void* dst, int64_t n) {
   }
 }
 
-void gemm_f32(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-              size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_f32(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+              float* out, size_t out_stride) {
   gemm_with(k % 8 == 0 ? dot_tinyblas<F32> : dot_vec_f32, k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
-void gemm_f16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-              size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_f16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+              float* out, size_t out_stride) {
   gemm_with(k % 8 == 0 ? dot_tinyblas<F16> : dot_vec_f16, k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
-void gemm_bf16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-               size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_bf16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+               float* out, size_t out_stride) {
   gemm_with(k % 8 == 0 ? dot_tinyblas<BF16> : dot_vec_bf16, k, w, w_stride, n_rows, a, a_stride, n_tok, out,
             out_stride);
 }
-void gemm_f32_single(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                     size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_f32_single(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                     int64_t n_tok, float* out, size_t out_stride) {
   gemm_with(dot_vec_f32, k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
-void gemm_f16_single(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                     size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_f16_single(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                     int64_t n_tok, float* out, size_t out_stride) {
   gemm_with(dot_vec_f16, k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
-void gemm_bf16_single(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                      size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_bf16_single(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                      int64_t n_tok, float* out, size_t out_stride) {
   gemm_with(dot_vec_bf16, k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 

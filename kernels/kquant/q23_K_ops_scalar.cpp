@@ -70,13 +70,13 @@ void dequantize_q3_k(const void* src, float* dst, int64_t n) {
   }
 }
 
-void gemm_q2_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride) {
+void gemm_q2_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+               float* out, size_t out_stride) {
   gemm_lanes_reference<sizeof(BlockQ2K), true>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride, dot_q2);
 }
 
-void gemm_q3_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride) {
+void gemm_q3_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+               float* out, size_t out_stride) {
   gemm_lanes_reference<sizeof(BlockQ3K), false>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride, dot_q3);
 }
 

@@ -88,8 +88,8 @@ inline void q4k_pair_prepare(const uint8_t* a, int64_t nb, uint8_t* out) {
 // unpacked per lane into bytes [sc0..3, m0..3, sc4..7, m4..7] (the bit layout of k4_scales).
 inline __m256i q4k_pair_scales(__m256i head) {
   // [u0, u1, u2, u2 >> 4] (u0 = packed bytes 0..3, at block bytes 4..7): the low parts.
-  const __m256i x = _mm256_srlv_epi32(_mm256_shuffle_epi32(head, _MM_SHUFFLE(3, 3, 2, 1)),
-                                      _mm256_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4));
+  const __m256i x =
+      _mm256_srlv_epi32(_mm256_shuffle_epi32(head, _MM_SHUFFLE(3, 3, 2, 1)), _mm256_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4));
   const __m256i low = _mm256_and_si256(x, _mm256_setr_epi32(0x3f3f3f3f, 0x3f3f3f3f, 0x0f0f0f0f, 0x0f0f0f0f,  //
                                                             0x3f3f3f3f, 0x3f3f3f3f, 0x0f0f0f0f, 0x0f0f0f0f));
   // [., ., u0, u1] >> 2 & 0x30: the top two bits of u0 / u1 as bits 4..5 of sc / m 4..7.
@@ -122,15 +122,19 @@ inline __m256i q4k_pair_chunk(const uint8_t* wa, const uint8_t* wb, const uint8_
     const __m256i z = _mm256_setzero_si256();
     const __m256i lo = dot256::dpbusd(dot256::dpbusd(z, _mm256_and_si256(x, low4), load32(a)),
                                       _mm256_and_si256(y, low4), load32(a + 32));
-    const __m256i hi = dot256::dpbusd(dot256::dpbusd(z, _mm256_and_si256(_mm256_srli_epi16(x, 4), low4), load32(a + 64)),
-                                      _mm256_and_si256(_mm256_srli_epi16(y, 4), low4), load32(a + 96));
-    return dot256::dpwssd(_mm256_madd_epi16(lo, q4k_pair_scale<2 * C, true>(sm)), hi, q4k_pair_scale<2 * C + 1, true>(sm));
+    const __m256i hi =
+        dot256::dpbusd(dot256::dpbusd(z, _mm256_and_si256(_mm256_srli_epi16(x, 4), low4), load32(a + 64)),
+                       _mm256_and_si256(_mm256_srli_epi16(y, 4), low4), load32(a + 96));
+    return dot256::dpwssd(_mm256_madd_epi16(lo, q4k_pair_scale<2 * C, true>(sm)), hi,
+                          q4k_pair_scale<2 * C + 1, true>(sm));
   }
   const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(x, low4), load32(a)),
                                       _mm256_maddubs_epi16(_mm256_and_si256(y, low4), load32(a + 32)));
-  const __m256i hi = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(x, 4), low4), load32(a + 64)),
-                                      _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(y, 4), low4), load32(a + 96)));
-  return _mm256_add_epi32(_mm256_madd_epi16(lo, q4k_pair_scale<2 * C>(sm)), _mm256_madd_epi16(hi, q4k_pair_scale<2 * C + 1>(sm)));
+  const __m256i hi =
+      _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(x, 4), low4), load32(a + 64)),
+                       _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(y, 4), low4), load32(a + 96)));
+  return _mm256_add_epi32(_mm256_madd_epi16(lo, q4k_pair_scale<2 * C>(sm)),
+                          _mm256_madd_epi16(hi, q4k_pair_scale<2 * C + 1>(sm)));
 }
 
 // Rows A and B of one super-block: [sumi_A, sumi_A, summ_A, summ_A | the same of B] (the two
@@ -140,8 +144,9 @@ inline __m256i q4k_pair(const uint8_t* wa, const uint8_t* wb, const uint8_t* act
   head = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wa))),
                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb)), 1);
   const __m256i sm = q4k_pair_scales(head);
-  const __m256i p = _mm256_add_epi32(_mm256_add_epi32(q4k_pair_chunk<0>(wa, wb, act, sm), q4k_pair_chunk<1>(wa, wb, act, sm)),
-                                     _mm256_add_epi32(q4k_pair_chunk<2>(wa, wb, act, sm), q4k_pair_chunk<3>(wa, wb, act, sm)));
+  const __m256i p =
+      _mm256_add_epi32(_mm256_add_epi32(q4k_pair_chunk<0>(wa, wb, act, sm), q4k_pair_chunk<1>(wa, wb, act, sm)),
+                       _mm256_add_epi32(q4k_pair_chunk<2>(wa, wb, act, sm), q4k_pair_chunk<3>(wa, wb, act, sm)));
   constexpr char z = -128;
   const __m256i mins = _mm256_shuffle_epi8(sm, _mm256_setr_epi8(4, z, 5, z, 6, z, 7, z, 12, z, 13, z, 14, z, 15, z,  //
                                                                 4, z, 5, z, 6, z, 7, z, 12, z, 13, z, 14, z, 15, z));
@@ -152,8 +157,8 @@ inline __m256i q4k_pair(const uint8_t* wa, const uint8_t* wb, const uint8_t* act
 // offsets are `row_off`), one token: activations prepared by q4k_pair_prepare (`act`; `a` is the
 // Q8_K row itself, for its d); res[r] = row r's result. While on super-block b it prefetches
 // super-block b of the next tile's rows, `ahead` bytes after each (prefetch_next_pair).
-inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t ahead,
-                                  const uint8_t* a, const uint8_t* act, float* res) {
+inline void rowdot_tile_q4k_pairs(int64_t nb, const uint8_t* w0, const size_t* row_off, size_t ahead, const uint8_t* a,
+                                  const uint8_t* act, float* res) {
   constexpr size_t kBytes = sizeof(BlockQ4K);
   // Lanes [r0 r2 | r1 r3] of acc0 and [r4 r6 | r5 r7] of acc1, each row as (d * sumi chain,
   // dmin * summ chain).
@@ -221,8 +226,9 @@ inline __m256i q5k_row_chunk(const uint8_t* w, const uint8_t* aq, __m256i qh, co
 // One row's 8 integer lanes of a super-block; s03 / s47: its scale dwords of sub-blocks 0..3 / 4..7.
 inline __m256i q5k_row(const uint8_t* w, const uint8_t* aq, const int32_t* s03, const int32_t* s47) {
   const __m256i qh = load32(w + offsetof(BlockQ5K, qh));
-  const __m256i p = _mm256_add_epi32(_mm256_add_epi32(q5k_row_chunk<0>(w, aq, qh, s03), q5k_row_chunk<1>(w, aq, qh, s03 + 2)),
-                                     _mm256_add_epi32(q5k_row_chunk<2>(w, aq, qh, s47), q5k_row_chunk<3>(w, aq, qh, s47 + 2)));
+  const __m256i p =
+      _mm256_add_epi32(_mm256_add_epi32(q5k_row_chunk<0>(w, aq, qh, s03), q5k_row_chunk<1>(w, aq, qh, s03 + 2)),
+                       _mm256_add_epi32(q5k_row_chunk<2>(w, aq, qh, s47), q5k_row_chunk<3>(w, aq, qh, s47 + 2)));
   return _mm256_srai_epi32(p, 1);
 }
 
@@ -236,8 +242,9 @@ inline __m256i q5k_pair_head(const uint8_t* wa, const uint8_t* wb, const uint8_t
   const __m256i sm0 = q4k_pair_scales(head);  // the first 16 bytes are laid out as Q4_K's
   // The scales of even sub-blocks (bytes 0, 2, 8, 10 of each lane) doubled (<= 126: fits a byte),
   // by an add rather than a shift (the shift pipes are the busy ones here).
-  const __m256i sm = _mm256_add_epi8(sm0, _mm256_and_si256(sm0, _mm256_setr_epi8(-1, 0, -1, 0, 0, 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0,  //
-                                                                                   -1, 0, -1, 0, 0, 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0)));
+  const __m256i sm = _mm256_add_epi8(
+      sm0, _mm256_and_si256(sm0, _mm256_setr_epi8(-1, 0, -1, 0, 0, 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0,  //
+                                                  -1, 0, -1, 0, 0, 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0)));
   constexpr char z = -128;  // vpshufb: -128 gives a zero byte
   const __m256i s03 = _mm256_shuffle_epi8(sm, _mm256_setr_epi8(0, z, 0, z, 1, z, 1, z, 2, z, 2, z, 3, z, 3, z,  //
                                                                0, z, 0, z, 1, z, 1, z, 2, z, 2, z, 3, z, 3, z));
@@ -288,13 +295,16 @@ inline void rowdot_tile_q5k_rows(int64_t nb, const uint8_t* const* w, size_t ahe
     // through register permutes (vpermd on the shuffle pipes: measured slower).
     asm volatile("" : : "r"(sd), "r"(f) : "memory");
     acc0 = _mm256_fmadd_ps(_mm256_broadcast_ss(f + 0), _mm256_cvtepi32_ps(q5k_row(r0, aq, sd[0], sd[0] + 8)), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_broadcast_ss(f + 4), _mm256_cvtepi32_ps(q5k_row(r1, aq, sd[0] + 4, sd[0] + 12)), acc1);
+    acc1 =
+        _mm256_fmadd_ps(_mm256_broadcast_ss(f + 4), _mm256_cvtepi32_ps(q5k_row(r1, aq, sd[0] + 4, sd[0] + 12)), acc1);
     acc2 = _mm256_fmadd_ps(_mm256_broadcast_ss(f + 2), _mm256_cvtepi32_ps(q5k_row(r2, aq, sd[1], sd[1] + 8)), acc2);
-    acc3 = _mm256_fmadd_ps(_mm256_broadcast_ss(f + 6), _mm256_cvtepi32_ps(q5k_row(r3, aq, sd[1] + 4, sd[1] + 12)), acc3);
+    acc3 =
+        _mm256_fmadd_ps(_mm256_broadcast_ss(f + 6), _mm256_cvtepi32_ps(q5k_row(r3, aq, sd[1] + 4, sd[1] + 12)), acc3);
     // [s0 s0 s2 s2 | s1 s1 s3 s3] halves of summ, then [s0 s2 s0 s2 | s1 s3 s1 s3].
     const __m256i t = _mm256_hadd_epi32(m01, m23);
     const __m256i msum = _mm256_hadd_epi32(t, t);
-    accm = _mm256_fmadd_ps(_mm256_permute_ps(_mm256_load_ps(f), _MM_SHUFFLE(3, 1, 3, 1)), _mm256_cvtepi32_ps(msum), accm);
+    accm =
+        _mm256_fmadd_ps(_mm256_permute_ps(_mm256_load_ps(f), _MM_SHUFFLE(3, 1, 3, 1)), _mm256_cvtepi32_ps(msum), accm);
   }
   alignas(32) float l[8], mm[8];
   _mm256_store_ps(mm, accm);

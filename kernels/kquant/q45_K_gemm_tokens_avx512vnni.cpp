@@ -92,9 +92,9 @@ struct Vec<8> {
 // W tokens' activations of one super-block, transposed for vpdpbusd.
 template <int W>
 struct alignas(64) ActBlock {
-  int8_t q[64][4 * W];   // q[i][4t + j] = token t's qs[4i + j]
-  int32_t bsums[8][W];   // bsums[p][t] = token t's (bsums[2p], bsums[2p + 1]) as two int16
-  float d[W];            // token t's d (0 for padding lanes)
+  int8_t q[64][4 * W];  // q[i][4t + j] = token t's qs[4i + j]
+  int32_t bsums[8][W];  // bsums[p][t] = token t's (bsums[2p], bsums[2p + 1]) as two int16
+  float d[W];           // token t's d (0 for padding lanes)
 };
 
 struct Scratch {
@@ -131,7 +131,8 @@ __attribute__((always_inline)) inline void transpose16(const __m512i in[16], __m
   // u[4i + j], 128-bit lane L = element 4L + j of rows 4i..4i+3.
   for (int j = 0; j < 4; ++j) {
     const __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xDD);
-    const __m512i w0 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88), w1 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xDD);
+    const __m512i w0 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88),
+                  w1 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xDD);
     out[j] = _mm512_shuffle_i32x4(v0, w0, 0x88);
     out[4 + j] = _mm512_shuffle_i32x4(v1, w1, 0x88);
     out[8 + j] = _mm512_shuffle_i32x4(v0, w0, 0xDD);
@@ -146,7 +147,8 @@ void repack_tokens(const uint8_t* a, size_t a_stride, int64_t t0, int64_t n, int
     ActBlock<16>& blk = dst[b];
     const uint8_t* tok[16];
     for (int t = 0; t < 16; ++t)
-      tok[t] = t < n ? a + static_cast<size_t>(t0 + t) * a_stride + b * static_cast<int64_t>(sizeof(BlockQ8K)) : nullptr;
+      tok[t] =
+          t < n ? a + static_cast<size_t>(t0 + t) * a_stride + b * static_cast<int64_t>(sizeof(BlockQ8K)) : nullptr;
     for (int c = 0; c < 4; ++c) {
       __m512i rows[16], cols[16];
       for (int t = 0; t < 16; ++t)
@@ -236,8 +238,8 @@ void compute_group(int64_t nb, const Unpacked* const* u, const ActBlock<W>* act,
           I part[R];
 #pragma GCC unroll 8
           for (int r = 0; r < R; ++r) part[r] = V::zero();
-    #pragma GCC unroll 8
-      for (int i = s * kDwordsPerScale; i < (s + 1) * kDwordsPerScale; ++i) {
+#pragma GCC unroll 8
+          for (int i = s * kDwordsPerScale; i < (s + 1) * kDwordsPerScale; ++i) {
             const I aq = V::load(A.q[i]);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) part[r] = V::dpbusd(part[r], V::set1(dword_at(u[r][b].q + 4 * i)), aq);
@@ -358,8 +360,7 @@ bool gemm_tokens_w(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
 template <class Fmt, bool kGrouped = false>
 bool gemm_tokens(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                  int64_t n_tok, float* out, size_t out_stride) {
-  if (n_tok <= 8)
-    return gemm_tokens_w<Fmt, 8, kGrouped>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+  if (n_tok <= 8) return gemm_tokens_w<Fmt, 8, kGrouped>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
   return gemm_tokens_w<Fmt, 16, kGrouped>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
@@ -370,9 +371,7 @@ void gemm_vnni(GemmFn row_kernel, int64_t k, const void* w, size_t w_stride, int
   // The rest goes to row_kernel (gemm_q4_k / gemm_q5_k): one token by the maddubs row-pair /
   // 4-row kernels of kquant/q45_K_gemm_rowdot.h, which on the Zen 5 VM beat a vpdpbusd 8-row kernel.
   if constexpr (!std::is_same_v<Fmt, kq::FmtQ5K>)
-    if (n_tok >= kMinTokens &&
-        gemm_tokens<Fmt>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride))
-      return;
+    if (n_tok >= kMinTokens && gemm_tokens<Fmt>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride)) return;
   row_kernel(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 

@@ -19,8 +19,7 @@ int quant_q45(const uint8_t* qs, const uint8_t* qh, int e) {
   return q;
 }
 
-void dequantize_q45(const uint8_t* x, float* y, int64_t n, size_t block_bytes, size_t qs_offset,
-                    ptrdiff_t qh_offset) {
+void dequantize_q45(const uint8_t* x, float* y, int64_t n, size_t block_bytes, size_t qs_offset, ptrdiff_t qh_offset) {
   for (int64_t i = 0; i < n / kQK_K; ++i, x += block_bytes, y += kQK_K) {
     const float d = load_f16(x + kD), dmin = load_f16(x + kDmin);
     const uint8_t* scales = x + offsetof(BlockQ4K, scales);
@@ -88,8 +87,8 @@ void dequantize_q5_k(const void* src, float* dst, int64_t n) {
 
 // Q4_K in the order of llama.cpp's repacked (q4_K_8x8) AVX2 GEMV: two float chains per output,
 // one step per super-block, subtracted at the end.
-void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride) {
+void gemm_q4_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+               float* out, size_t out_stride) {
   gemm_q4k_llama<4>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
@@ -101,8 +100,8 @@ void gemm_q4_k_grouped(int64_t k, const void* w, size_t w_stride, int64_t n_rows
 }
 
 // Q5_K in the order of llama.cpp's AVX2 ggml_vec_dot_q5_K_q8_K (see kquant/kernels.h).
-void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride) {
+void gemm_q5_k(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+               float* out, size_t out_stride) {
   const int64_t nb = k / kQK_K;
   for (int64_t t = 0; t < n_tok; ++t) {
     const uint8_t* a_row = static_cast<const uint8_t*>(a) + static_cast<size_t>(t) * a_stride;

@@ -40,9 +40,9 @@ inline constexpr int kTok8 = 8;
 
 // One super-block of 8 tokens' activations.
 struct alignas(32) Tok8Block {
-  int32_t q[64][kTok8];     // [q][t]: token t's quants 4q..4q+3
-  int32_t sp[4][kTok8];     // [p][t]: token t's bsum pairs of sub-blocks 2p, 2p + 1 as int16 (low, high)
-  float da[kTok8];          // token t's d
+  int32_t q[64][kTok8];  // [q][t]: token t's quants 4q..4q+3
+  int32_t sp[4][kTok8];  // [p][t]: token t's bsum pairs of sub-blocks 2p, 2p + 1 as int16 (low, high)
+  float da[kTok8];       // token t's d
 };
 
 // 8 rows of 8 dwords transposed in place: v[i] lane j <- v[j] lane i.
@@ -114,9 +114,11 @@ inline __m256 q4k_row_tok8(int64_t nb, const Unpacked* u, const Tok8Block* act) 
         if constexpr (dot256::kVnni) sp = _mm256_add_epi32(sp, _mm256_mullo_epi32(s, _mm256_set1_epi32(w.sc[2 * j])));
         else sp = dot256::dpwssd(sp, s, _mm256_set1_epi16(w.sc[2 * j]));
       }
-      const int32_t mins = static_cast<int32_t>(static_cast<uint16_t>(w.corr[4 * p]) |
-                                                (static_cast<uint32_t>(static_cast<uint16_t>(w.corr[4 * p + 2])) << 16));
-      const __m256i mp = _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(x.sp[p])), _mm256_set1_epi32(mins));
+      const int32_t mins =
+          static_cast<int32_t>(static_cast<uint16_t>(w.corr[4 * p]) |
+                               (static_cast<uint32_t>(static_cast<uint16_t>(w.corr[4 * p + 2])) << 16));
+      const __m256i mp =
+          _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(x.sp[p])), _mm256_set1_epi32(mins));
       if constexpr (kGrouped) {
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sp), dd, acc);
         accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mp), dmm, accm);
@@ -169,7 +171,8 @@ void gemm_q4k_tok8(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
     for (int64_t g = 0; g < n_groups; ++g) {
       alignas(32) float res[kTok8];
       _mm256_store_ps(res, q4k_row_tok8<kGrouped>(nb, u, act + g * nb));
-      for (int t = 0; t < kTok8; ++t) out[static_cast<size_t>(g * kTok8 + t) * out_stride + static_cast<size_t>(r)] = res[t];
+      for (int t = 0; t < kTok8; ++t)
+        out[static_cast<size_t>(g * kTok8 + t) * out_stride + static_cast<size_t>(r)] = res[t];
     }
   }
 }
@@ -183,8 +186,9 @@ void gemm_q4k_batch(int64_t k, const void* w, size_t w_stride, int64_t n_rows, c
   const int64_t whole = n_tok - n_tok % kTok8;
   if (whole > 0) gemm_q4k_tok8<O == Order::kGrouped>(k, w, w_stride, n_rows, a, a_stride, whole, out, out_stride);
   if (whole < n_tok)
-    gemm_rows256<FmtQ4K, O>(k, w, w_stride, n_rows, static_cast<const uint8_t*>(a) + static_cast<size_t>(whole) * a_stride,
-                            a_stride, n_tok - whole, out + static_cast<size_t>(whole) * out_stride, out_stride);
+    gemm_rows256<FmtQ4K, O>(k, w, w_stride, n_rows,
+                            static_cast<const uint8_t*>(a) + static_cast<size_t>(whole) * a_stride, a_stride,
+                            n_tok - whole, out + static_cast<size_t>(whole) * out_stride, out_stride);
 }
 
 }  // namespace

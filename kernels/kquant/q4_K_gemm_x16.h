@@ -71,7 +71,9 @@ inline VecI add_i16(VecI a, VecI b) { return _mm512_add_epi16(a, b); }
 inline VecI mul_i32(VecI a, VecI b) { return _mm512_mullo_epi32(a, b); }
 inline VecI srli16_4(VecI a) { return _mm512_srli_epi16(a, 4); }
 template <int N>
-inline VecI srli32(VecI a) { return _mm512_srli_epi32(a, N); }
+inline VecI srli32(VecI a) {
+  return _mm512_srli_epi32(a, N);
+}
 inline VecI maddubs(VecI u, VecI s) { return _mm512_maddubs_epi16(u, s); }
 inline VecI madd_ones(VecI a) { return _mm512_madd_epi16(a, _mm512_set1_epi16(1)); }
 template <bool kVnni>
@@ -92,7 +94,9 @@ inline VecI madd_add(VecI acc, VecI a, VecI b) {
   if constexpr (kVnni) return _mm512_dpwssd_epi32(acc, a, b);
   else return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
 }
-inline VecF load_f16x(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline VecF load_f16x(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
 inline VecF set1_f(float v) { return _mm512_set1_ps(v); }
 inline VecF zero_f() { return _mm512_setzero_ps(); }
 inline VecF fmadd(VecF a, VecF b, VecF c) { return _mm512_fmadd_ps(a, b, c); }
@@ -169,14 +173,21 @@ void group_token(int64_t nb, const uint8_t* g, const uint8_t* a, float* out) {
     prefetch_l1<kPairBytes>(ahead + kQuants + 3 * kPairBytes);
     pair_sums<kVnni, 3>(units, kUnit, aq, l3, h3);
     VecI sumi = add_i32(mul_i32(l0, scale_of<0, false>(u0, u1, u2)), mul_i32(h0, scale_of<1, false>(u0, u1, u2)));
-    sumi = add_i32(sumi, add_i32(mul_i32(l1, scale_of<2, false>(u0, u1, u2)), mul_i32(h1, scale_of<3, false>(u0, u1, u2))));
-    sumi = add_i32(sumi, add_i32(mul_i32(l2, scale_of<4, false>(u0, u1, u2)), mul_i32(h2, scale_of<5, false>(u0, u1, u2))));
-    sumi = add_i32(sumi, add_i32(mul_i32(l3, scale_of<6, false>(u0, u1, u2)), mul_i32(h3, scale_of<7, false>(u0, u1, u2))));
+    sumi = add_i32(sumi,
+                   add_i32(mul_i32(l1, scale_of<2, false>(u0, u1, u2)), mul_i32(h1, scale_of<3, false>(u0, u1, u2))));
+    sumi = add_i32(sumi,
+                   add_i32(mul_i32(l2, scale_of<4, false>(u0, u1, u2)), mul_i32(h2, scale_of<5, false>(u0, u1, u2))));
+    sumi = add_i32(sumi,
+                   add_i32(mul_i32(l3, scale_of<6, false>(u0, u1, u2)), mul_i32(h3, scale_of<7, false>(u0, u1, u2))));
     auto bsum32 = [&](int j) { return bcast_i32(bs[2 * j] + bs[2 * j + 1]); };
-    VecI summ = add_i32(mul_i32(scale_of<0, true>(u0, u1, u2), bsum32(0)), mul_i32(scale_of<1, true>(u0, u1, u2), bsum32(1)));
-    summ = add_i32(summ, add_i32(mul_i32(scale_of<2, true>(u0, u1, u2), bsum32(2)), mul_i32(scale_of<3, true>(u0, u1, u2), bsum32(3))));
-    summ = add_i32(summ, add_i32(mul_i32(scale_of<4, true>(u0, u1, u2), bsum32(4)), mul_i32(scale_of<5, true>(u0, u1, u2), bsum32(5))));
-    summ = add_i32(summ, add_i32(mul_i32(scale_of<6, true>(u0, u1, u2), bsum32(6)), mul_i32(scale_of<7, true>(u0, u1, u2), bsum32(7))));
+    VecI summ =
+        add_i32(mul_i32(scale_of<0, true>(u0, u1, u2), bsum32(0)), mul_i32(scale_of<1, true>(u0, u1, u2), bsum32(1)));
+    summ = add_i32(summ, add_i32(mul_i32(scale_of<2, true>(u0, u1, u2), bsum32(2)),
+                                 mul_i32(scale_of<3, true>(u0, u1, u2), bsum32(3))));
+    summ = add_i32(summ, add_i32(mul_i32(scale_of<4, true>(u0, u1, u2), bsum32(4)),
+                                 mul_i32(scale_of<5, true>(u0, u1, u2), bsum32(5))));
+    summ = add_i32(summ, add_i32(mul_i32(scale_of<6, true>(u0, u1, u2), bsum32(6)),
+                                 mul_i32(scale_of<7, true>(u0, u1, u2), bsum32(7))));
     const VecF vda = set1_f(da);
     acc = fmadd(cvt(sumi), mul_f(load_f16x(x), vda), acc);
     accm = fmadd(cvt(summ), mul_f(load_f16x(x + 32), vda), accm);
@@ -321,7 +332,8 @@ void group_tokens(int64_t nb, const uint8_t* g, PackedPass pass, float* out, siz
       [&]<int... P>(std::integer_sequence<int, P...>) {
         ((summ = madd_add<kVnni>(summ, min_pair<P0 + P>(u0, u1, u2), bcast_i32(static_cast<int32_t>(pairs[P0 + P])))),
          ...);
-      }(std::make_integer_sequence<int, P1 - P0>{});
+      }
+      (std::make_integer_sequence<int, P1 - P0>{});
       return summ;
     };
     auto step = [&](int t, VecI summ) {
@@ -369,7 +381,8 @@ void group_token_block(int64_t nb, const uint8_t* g, const uint8_t* a, PackedPas
       default: group_tokens<kVnni, 4, true>(nb, g, pass, out, out_stride, prefetch); break;
     }
     if (n > first)
-      group_token_block<kVnni, true>(nb, g, a, pass.from(first), n - first, out + first * out_stride, out_stride, false);
+      group_token_block<kVnni, true>(nb, g, a, pass.from(first), n - first, out + first * out_stride, out_stride,
+                                     false);
   } else {
     switch (n) {
       case 1: group_token<kVnni>(nb, g, a, out); break;
@@ -399,11 +412,10 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
   for (int64_t r0 = 0; r0 + kRows <= n_rows; r0 += kRows) {
     const uint8_t* g = wb + static_cast<size_t>(r0) * w_stride;
     for (int64_t t = 0; t < n_tok; t += kTokensPerPass)
-      group_token_block<kVnni, kGrouped>(nb, g, ab + static_cast<size_t>(t) * a_stride,
-                                         packed ? packer.pass(t / kTokensPerPass, nb) : PackedPass{},
-                                         std::min<int64_t>(kTokensPerPass, n_tok - t),
-                                         out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0),
-                                         out_stride, /*prefetch=*/t == 0);
+      group_token_block<kVnni, kGrouped>(
+          nb, g, ab + static_cast<size_t>(t) * a_stride, packed ? packer.pass(t / kTokensPerPass, nb) : PackedPass{},
+          std::min<int64_t>(kTokensPerPass, n_tok - t),
+          out + static_cast<size_t>(t) * out_stride + static_cast<size_t>(r0), out_stride, /*prefetch=*/t == 0);
   }
 }
 

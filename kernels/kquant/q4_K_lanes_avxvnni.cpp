@@ -123,7 +123,8 @@ __attribute__((always_inline)) inline void q4k_lanes_subblock(const Unpacked* co
   for (int r = 0; r < R; ++r) {
     const __m256i sc = _mm256_set1_epi32(u[r][b].sc[2 * s]);
 #pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) sum[r * G + g] = _mm256_add_epi32(sum[r * G + g], _mm256_mullo_epi32(part[r * G + g], sc));
+    for (int g = 0; g < G; ++g)
+      sum[r * G + g] = _mm256_add_epi32(sum[r * G + g], _mm256_mullo_epi32(part[r * G + g], sc));
   }
 }
 
@@ -244,7 +245,8 @@ void q4k_lanes_run(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
                    int64_t n_tok, float* out, size_t out_stride) {
   const auto* w8 = static_cast<const uint8_t*>(w);
   const auto* a8 = static_cast<const uint8_t*>(a);
-  if (n_tok <= kQ4kLaneTokens) q4k_lanes_gemm<kGrouped, 8, 1>(k, w8, w_stride, n_rows, a8, a_stride, n_tok, out, out_stride);
+  if (n_tok <= kQ4kLaneTokens)
+    q4k_lanes_gemm<kGrouped, 8, 1>(k, w8, w_stride, n_rows, a8, a_stride, n_tok, out, out_stride);
   else q4k_lanes_gemm<kGrouped, 4, 2>(k, w8, w_stride, n_rows, a8, a_stride, n_tok, out, out_stride);
 }
 
@@ -256,8 +258,8 @@ void gemm_q4_k_lanes(int64_t k, const void* w, size_t w_stride, int64_t n_rows, 
   else q4k_lanes_run<false>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
-void gemm_q4_k_grouped_lanes(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                             size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+void gemm_q4_k_grouped_lanes(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                             int64_t n_tok, float* out, size_t out_stride) {
   if (!q4k_lanes_take(n_tok)) gemm_q4_k_grouped(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
   else q4k_lanes_run<true>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }

@@ -13,7 +13,7 @@ namespace baton::kernels::avxvnni {
 void gemm_q4_k_lanes(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                      int64_t n_tok, float* out, size_t out_stride);
 // Q4_K in gemm_q4_k_grouped's order (one step per pair of sub-blocks).
-void gemm_q4_k_grouped_lanes(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                             size_t a_stride, int64_t n_tok, float* out, size_t out_stride);
+void gemm_q4_k_grouped_lanes(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                             int64_t n_tok, float* out, size_t out_stride);
 
 }  // namespace baton::kernels::avxvnni

@@ -45,7 +45,7 @@ namespace {  // NOLINT: one copy per ISA translation unit (different -march), ne
 namespace q5k_x16 {
 
 constexpr int64_t kRows = 16;
-constexpr size_t kGroupBlock = 2816;  // bytes of one super-block of a group
+constexpr size_t kGroupBlock = 2816;   // bytes of one super-block of a group
 constexpr size_t kPrefetchBlocks = 2;  // see kquant/q4_K_gemm_x16.h
 constexpr size_t kUnit = 64, kScales = 64, kQuants = 256, kLBlock = 5 * kUnit;
 constexpr int kMaxTokens = 8;  // tokens per pass over a decoded L block
@@ -139,8 +139,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* a, const u
                            pair16<3, 3>(sb.sc_lo), pair16<0, 0>(sb.sc_hi), pair16<1, 1>(sb.sc_hi),
                            pair16<2, 2>(sb.sc_hi), pair16<3, 3>(sb.sc_hi)};
     // mins (m_2P, m_2P+1) per dword: times the token's bsum pair P, exactly
-    const __m512i mp[4] = {pair16<0, 1>(sb.m_lo), pair16<2, 3>(sb.m_lo), pair16<0, 1>(sb.m_hi),
-                           pair16<2, 3>(sb.m_hi)};
+    const __m512i mp[4] = {pair16<0, 1>(sb.m_lo), pair16<2, 3>(sb.m_lo), pair16<0, 1>(sb.m_hi), pair16<2, 3>(sb.m_hi)};
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
     const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32)));
     __m512 d[NT];
@@ -168,7 +167,7 @@ void group_tokens(int64_t nb, const uint8_t* g, const uint8_t* const* a, const u
         // shows); several tokens hide it.
 #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c)
-          lane = dot16<kVnni && (NT > 1)>(lane, _mm512_maddubs_epi16(q[c], bcast(load_i32(aq + 32 * c))), sc[c]);
+          lane = dot16 < kVnni && (NT > 1) > (lane, _mm512_maddubs_epi16(q[c], bcast(load_i32(aq + 32 * c))), sc[c]);
         acc[t][L] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(lane), acc[t][L]);
       }
     }

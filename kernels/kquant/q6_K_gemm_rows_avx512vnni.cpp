@@ -72,10 +72,10 @@ void repack_acts(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb, A
 
 // One weight super-block, decoded once for every token pair, in both 256-bit halves.
 struct WBlock {
-  __m512i q[8];        // q[c]: chunk c's unsigned quants (0..63)
-  __m512i sp[4];       // dword L of sp[p]: (sc(4p + L/4), sc(4p + 2 + L/4)) as int16
-  __m512i corr;        // dword L: (-32 sc(2L), -32 sc(2L + 1)) as int16
-  __m512 d;            // f16(w.d)
+  __m512i q[8];   // q[c]: chunk c's unsigned quants (0..63)
+  __m512i sp[4];  // dword L of sp[p]: (sc(4p + L/4), sc(4p + 2 + L/4)) as int16
+  __m512i corr;   // dword L: (-32 sc(2L), -32 sc(2L + 1)) as int16
+  __m512 d;       // f16(w.d)
 };
 
 // 32 bytes at p in both 256-bit halves: vbroadcasti64x4 from memory, a load without a shuffle.
@@ -85,7 +85,7 @@ inline __m512i load32_x2(const uint8_t* p) { return _mm512_broadcast_i64x4(load3
 // (no vshufi64x2 per vector after a ymm decode).
 inline void decode(const uint8_t* x, WBlock& w) {
   const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-  __m512i (&q)[8] = w.q;
+  __m512i(&q)[8] = w.q;
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
     const __m512i ql0 = load32_x2(x + offsetof(BlockQ6K, ql) + 64 * h);
@@ -101,7 +101,8 @@ inline void decode(const uint8_t* x, WBlock& w) {
     q[4 * h + 3] = merge(_mm512_srli_epi16(ql1, 4), _mm512_srli_epi16(qh, 2));
   }
   // The 16 scales as int16 in both halves (the 16 bytes broadcast to both 128-bit lanes first).
-  const __m512i s16 = _mm512_cvtepi8_epi16(_mm256_broadcastsi128_si256(kq_lanes::load16(x + offsetof(BlockQ6K, scales))));
+  const __m512i s16 =
+      _mm512_cvtepi8_epi16(_mm256_broadcastsi128_si256(kq_lanes::load16(x + offsetof(BlockQ6K, scales))));
   const __m512i pick = _mm512_broadcast_i64x4(_mm256_setr_epi16(0, 2, 0, 2, 0, 2, 0, 2, 1, 3, 1, 3, 1, 3, 1, 3));
 #pragma GCC unroll 4
   for (int p = 0; p < 4; ++p)
@@ -164,8 +165,9 @@ void rows_tile(int64_t nb, const uint8_t* w8, size_t w_stride, int64_t n_rows, c
         for (int64_t b = b0; b < b1; ++b) {
           if (next && b + shift < nb)
             for (size_t off = 0; off < sizeof(BlockQ6K); off += 64)
-              _mm_prefetch(reinterpret_cast<const char*>(next + static_cast<size_t>(b + shift) * sizeof(BlockQ6K) + off),
-                           _MM_HINT_T0);
+              _mm_prefetch(
+                  reinterpret_cast<const char*>(next + static_cast<size_t>(b + shift) * sizeof(BlockQ6K) + off),
+                  _MM_HINT_T0);
           WBlock wb;
           decode(wr + static_cast<size_t>(b) * sizeof(BlockQ6K), wb);
 #pragma GCC unroll 8

@@ -24,10 +24,10 @@ inline void bsum_pairs(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t
   for (int64_t t = 0; t < n_tok; ++t)
     for (int64_t b = 0; b < nb; ++b) {
       int16_t bs[16];
-      std::memcpy(bs,
-                  a + static_cast<size_t>(t) * a_stride + static_cast<size_t>(b) * sizeof(BlockQ8K) +
-                      offsetof(BlockQ8K, bsums),
-                  sizeof bs);
+      std::memcpy(
+          bs,
+          a + static_cast<size_t>(t) * a_stride + static_cast<size_t>(b) * sizeof(BlockQ8K) + offsetof(BlockQ8K, bsums),
+          sizeof bs);
       for (int p = 0; p < kBsumPairsPerBlock; ++p) {
         const auto lo = static_cast<uint16_t>(bs[4 * p] + bs[4 * p + 1]);
         const auto hi = static_cast<uint16_t>(bs[4 * p + 2] + bs[4 * p + 3]);

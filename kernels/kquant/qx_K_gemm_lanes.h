@@ -79,7 +79,7 @@ inline void scale_vectors(__m256i s16, WBlock& w) {
 
 struct Q6 {
   static constexpr size_t kBytes = sizeof(BlockQ6K);
-  static constexpr int kOffset = 0;       // the -32 goes through the bsums instead (kBsumOffset)
+  static constexpr int kOffset = 0;  // the -32 goes through the bsums instead (kBsumOffset)
   static constexpr bool kBsumOffset = true;
   static constexpr bool kMins = false;
   // q[c] = the unsigned quants (0..63) of elements 32c..32c+31, in order.
@@ -275,8 +275,8 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
         __m256 acc = _mm256_setzero_ps();
         for (int64_t b = 0; b < nb; ++b) {
           if constexpr (std::is_same_v<Fmt, Q6>) {
-            acc = q6_single_step(wr + static_cast<size_t>(b) * Fmt::kBytes, ar + static_cast<size_t>(b) * sizeof(BlockQ8K),
-                                 acc);
+            acc = q6_single_step(wr + static_cast<size_t>(b) * Fmt::kBytes,
+                                 ar + static_cast<size_t>(b) * sizeof(BlockQ8K), acc);
           } else {
             WBlock wb;
             Fmt::load(wr + static_cast<size_t>(b) * Fmt::kBytes, wb);

@@ -56,8 +56,8 @@ void lane_sums(const uint8_t* w, const Q8KView& a, QuantFn quant, ScaleFn scale,
 
 // out[t * out_stride + r] for every row and token, in the order above. DotFn: LaneDot (w_block, a_block).
 template <int kBlockBytes, bool kHasMins, class DotFn>
-void gemm_lanes_reference(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                          size_t a_stride, int64_t n_tok, float* out, size_t out_stride, DotFn dot) {
+void gemm_lanes_reference(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                          int64_t n_tok, float* out, size_t out_stride, DotFn dot) {
   const int64_t nb = k / kQK_K;
   for (int64_t t = 0; t < n_tok; ++t) {
     const uint8_t* a_row = static_cast<const uint8_t*>(a) + static_cast<size_t>(t) * a_stride;

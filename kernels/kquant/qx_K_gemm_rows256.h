@@ -2,9 +2,9 @@
 // super-block of a row is unpacked once per tile (kquant/qx_K_unpack.h) and reused for T tokens;
 // every (row, token) integer sum is exact (vpmaddubsw products of at most 2 * 63 * 127, then
 // vpmaddwd by the scale) and reduced to one lane per super-block, and the float steps run
-// lane-wise in the Q4_K / Q5_K orders of kquant/kernels.h (Q2_K/Q3_K/Q6_K: kquant/qx_K_gemm_lanes.h). Included by the AVX2 and the
-// AVX-512 kernel files (Zen 4 runs 512-bit integer ops at half rate, so the 256-bit kernel is
-// the faster one there for decode); internal linkage keeps each copy its own.
+// lane-wise in the Q4_K / Q5_K orders of kquant/kernels.h (Q2_K/Q3_K/Q6_K: kquant/qx_K_gemm_lanes.h). Included by the
+// AVX2 and the AVX-512 kernel files (Zen 4 runs 512-bit integer ops at half rate, so the 256-bit kernel is the faster
+// one there for decode); internal linkage keeps each copy its own.
 #pragma once
 
 #include <immintrin.h>
@@ -96,7 +96,8 @@ void gemm_tile256(int64_t nb, const uint8_t* const* w, size_t w_stride, const ui
     for (int r = 0; r < R; ++r) {
       // Integer arithmetic: the address may lie past the end of the weights (prefetches never fault).
       const uintptr_t p = reinterpret_cast<uintptr_t>(w[r]) + R * w_stride + static_cast<size_t>(b) * Fmt::kBytes;
-      for (size_t line = 0; line < Fmt::kBytes + 63; line += 64) _mm_prefetch(reinterpret_cast<const char*>(p + line), _MM_HINT_T1);
+      for (size_t line = 0; line < Fmt::kBytes + 63; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(p + line), _MM_HINT_T1);
     }
     for (int r = 0; r < R; ++r) Fmt::unpack(w[r] + b * static_cast<int64_t>(Fmt::kBytes), u[r]);
     const uint8_t* ab[T];
@@ -149,7 +150,8 @@ void gemm_tile256(int64_t nb, const uint8_t* const* w, size_t w_stride, const ui
       const __m256 d = _mm256_mul_ps(vda, _mm256_load_ps(dw));
       alignas(32) float dl[8];
       _mm256_store_ps(dl, d);
-      for (int i = 0; i < R * T; ++i) lanes[i] = _mm256_fmadd_ps(_mm256_set1_ps(dl[i]), _mm256_cvtepi32_ps(sum[i]), lanes[i]);
+      for (int i = 0; i < R * T; ++i)
+        lanes[i] = _mm256_fmadd_ps(_mm256_set1_ps(dl[i]), _mm256_cvtepi32_ps(sum[i]), lanes[i]);
       const __m256 dmin = _mm256_mul_ps(_mm256_xor_ps(vda, _mm256_set1_ps(-0.0f)), _mm256_load_ps(dm));
       accm = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(reduce8(corr)), accm);
     }
@@ -168,7 +170,7 @@ void gemm_tile256(int64_t nb, const uint8_t* const* w, size_t w_stride, const ui
 
 template <class Fmt, int R, int T, Order O>
 void gemm_tiles256(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                int64_t n_tok, float* out, size_t out_stride) {
+                   int64_t n_tok, float* out, size_t out_stride) {
   const int64_t nb = k / kQK_K;
   const uint8_t* w8 = static_cast<const uint8_t*>(w);
   const uint8_t* a8 = static_cast<const uint8_t*>(a);
@@ -183,23 +185,20 @@ void gemm_tiles256(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
       float res[8];
       gemm_tile256<Fmt, R, T, O>(nb, wr, w_stride, at, res);
       for (int64_t t = 0; t < nt; ++t)
-        for (int64_t r = 0; r < nr; ++r) out[static_cast<size_t>(t0 + t) * out_stride + static_cast<size_t>(r0 + r)] = res[r * T + t];
+        for (int64_t r = 0; r < nr; ++r)
+          out[static_cast<size_t>(t0 + t) * out_stride + static_cast<size_t>(r0 + r)] = res[r * T + t];
     }
   }
 }
 
 template <class Fmt, Order O>
-void gemm_rows256(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
-          float* out, size_t out_stride) {
+void gemm_rows256(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                  int64_t n_tok, float* out, size_t out_stride) {
   // Wider token tiles unpack each weight super-block fewer times: 8 tokens per row from 8 on.
-  if (n_tok == 1)
-    gemm_tiles256<Fmt, 8, 1, O>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
-  else if (n_tok == 2)
-    gemm_tiles256<Fmt, 4, 2, O>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
-  else if (n_tok < 8)
-    gemm_tiles256<Fmt, 2, 4, O>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
-  else
-    gemm_tiles256<Fmt, 1, 8, O>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+  if (n_tok == 1) gemm_tiles256<Fmt, 8, 1, O>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+  else if (n_tok == 2) gemm_tiles256<Fmt, 4, 2, O>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+  else if (n_tok < 8) gemm_tiles256<Fmt, 2, 4, O>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
+  else gemm_tiles256<Fmt, 1, 8, O>(k, w, w_stride, n_rows, a, a_stride, n_tok, out, out_stride);
 }
 
 }  // namespace

@@ -46,7 +46,6 @@ void dequantize(const void* src, float* dst, int64_t n) {
 
 }  // namespace
 
-
 void quantize_q8_k(const float* src, void* dst, int64_t n) {
   uint8_t* y = static_cast<uint8_t*>(dst);
   for (int64_t i = 0; i < n / kQK_K; ++i, src += kQK_K, y += sizeof(BlockQ8K)) {

@@ -16,8 +16,8 @@ constexpr float kGroupMaxEps = 1e-15f;
 
 // Fits x ~ scale * L - the_min with L in 0..nmax (ggml's make_qkx2_quants): a first guess from
 // the range, then nstep + 1 trial scales refined by weighted least squares. Returns the scale.
-float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min,
-                       uint8_t* Laux, float rmin, float rdelta, int nstep, bool use_mad) {
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min, uint8_t* Laux,
+                       float rmin, float rdelta, int nstep, bool use_mad) {
   float min = x[0], max = x[0];
   float sum_w = weights[0];
   float sum_x = sum_w * x[0];
@@ -194,8 +194,8 @@ float make_q3_quants(int n, int nmax, const float* x, int8_t* L) {
 
 // Q4_K / Q5_K share everything but nmax, the search parameters and the final bit packing.
 // Fills scales[12], d, dmin and L[256] (0..nmax) of one super-block.
-void quantize_scales_mins_k4(const float* x, int nmax, float rmin, int nstep, uint8_t* scales_out,
-                             uint16_t* d_out, uint16_t* dmin_out, uint8_t* L) {
+void quantize_scales_mins_k4(const float* x, int nmax, float rmin, int nstep, uint8_t* scales_out, uint16_t* d_out,
+                             uint16_t* dmin_out, uint8_t* L) {
   uint8_t Laux[32];
   float weights[32], mins[8], scales[8];
   float max_scale = 0, max_min = 0;
@@ -330,10 +330,8 @@ void quantize_q3_k_ref(const float* x, void* dst, int64_t n) {
       const float iscale = -32.f / max_scale;
       for (int s = 0; s < 16; ++s) {
         const int l = std::max(-32, std::min(31, nearest_int(iscale * scales[s]))) + 32;
-        if (s < 8)
-          y.scales[s] = static_cast<uint8_t>(l & 0xF);
-        else
-          y.scales[s - 8] |= static_cast<uint8_t>((l & 0xF) << 4);
+        if (s < 8) y.scales[s] = static_cast<uint8_t>(l & 0xF);
+        else y.scales[s - 8] |= static_cast<uint8_t>((l & 0xF) << 4);
         y.scales[s % 4 + 8] |= static_cast<uint8_t>((l >> 4) << (2 * (s / 4)));
       }
       y.d = fp32_to_fp16(1 / iscale);

@@ -30,7 +30,7 @@ struct alignas(64) Unpacked {
   int16_t sc[16];    // scale per 16-element sub-block
   int16_t corr[16];  // per sub-block: min (kMins) or -kOffset * sc (kOffset); multiplies bsums
   float d;
-  float dmin;        // 0 for kOffset formats
+  float dmin;  // 0 for kOffset formats
 };
 
 inline float f16_at(const uint8_t* p) {
@@ -136,7 +136,8 @@ struct FmtQ6K {
       store32(q + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), h2));
       store32(q + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4), h3));
     }
-    const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + offsetof(BlockQ6K, scales))));
+    const __m256i sc =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + offsetof(BlockQ6K, scales))));
     store32(u.sc, sc);
     store32(u.corr, _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 5)));
     u.d = f16_at(x + offsetof(BlockQ6K, d));

@@ -70,8 +70,9 @@ constexpr TypeOps kAvx2[] = {
 constexpr TypeOps kAvxVnni[] = {
     weight_ops(GgmlType::kQ2_K, avx2::dequantize_q2_k, scalar::quantize_q2_k_ref, avxvnni::gemm_q2_k_lanes),
     weight_ops(GgmlType::kQ3_K, avx2::dequantize_q3_k, scalar::quantize_q3_k_ref, avxvnni::gemm_q3_k_lanes),
-    with_grouped(weight_ops(GgmlType::kQ4_K, avx2::dequantize_q4_k, scalar::quantize_q4_k_ref, avxvnni::gemm_q4_k_lanes),
-                 avxvnni::gemm_q4_k_grouped_lanes),
+    with_grouped(
+        weight_ops(GgmlType::kQ4_K, avx2::dequantize_q4_k, scalar::quantize_q4_k_ref, avxvnni::gemm_q4_k_lanes),
+        avxvnni::gemm_q4_k_grouped_lanes),
     with_q5k_layout(weight_ops(GgmlType::kQ5_K, avx2::dequantize_q5_k, scalar::quantize_q5_k_ref, avxvnni::gemm_q5_k),
                     scalar::repack_q5_k_x16p, scalar::unrepack_q5_k_x16p, avxvnni::gemm_q5_k_x16p),
     weight_ops(GgmlType::kQ6_K, avx2::dequantize_q6_k, scalar::quantize_q6_k_ref, avxvnni::gemm_q6_k_lanes),
@@ -81,10 +82,10 @@ constexpr TypeOps kAvxVnni[] = {
 constexpr TypeOps kAvx512[] = {
     weight_ops(GgmlType::kQ2_K, avx512::dequantize_q2_k, scalar::quantize_q2_k_ref, avx512::gemm_q2_k_lanes),
     weight_ops(GgmlType::kQ3_K, avx512::dequantize_q3_k, scalar::quantize_q3_k_ref, avx512::gemm_q3_k_lanes),
-    with_x16(with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref,
-                                     avx512::gemm_q4_k),
-                          avx512::gemm_q4_k_grouped),
-             avx512::gemm_q4_k_x16, avx512::gemm_q4_k_x16_grouped),
+    with_x16(
+        with_grouped(weight_ops(GgmlType::kQ4_K, avx512::dequantize_q4_k, scalar::quantize_q4_k_ref, avx512::gemm_q4_k),
+                     avx512::gemm_q4_k_grouped),
+        avx512::gemm_q4_k_x16, avx512::gemm_q4_k_x16_grouped),
     with_q5k_x16(weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k),
                  avx512::gemm_q5_k_x16),
     weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_lanes),
@@ -99,9 +100,9 @@ constexpr TypeOps kAvx512Vnni[] = {
                                      avx512::gemm_q4_k_vnni),
                           avx512::gemm_q4_k_grouped_vnni),
              avx512::gemm_q4_k_x16_vnni, avx512::gemm_q4_k_x16_grouped_vnni),
-    with_q5k_x16(weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref,
-                            avx512::gemm_q5_k_vnni),
-                 avx512::gemm_q5_k_x16_vnni),
+    with_q5k_x16(
+        weight_ops(GgmlType::kQ5_K, avx512::dequantize_q5_k, scalar::quantize_q5_k_ref, avx512::gemm_q5_k_vnni),
+        avx512::gemm_q5_k_x16_vnni),
     weight_ops(GgmlType::kQ6_K, avx512::dequantize_q6_k, scalar::quantize_q6_k_ref, avx512::gemm_q6_k_lanes_vnni),
     TypeOps{GgmlType::kQ8_K, GgmlType::kQ8_K, scalar::dequantize_q8_k, avx512::quantize_q8_k, nullptr},
 };

@@ -71,8 +71,7 @@ namespace {
 
 float yarn_corr_dim(int n_rot, int n_ctx_orig, float beta, float base) {
   return static_cast<float>(n_rot) *
-         std::log(static_cast<float>(n_ctx_orig) / (beta * 2.0f * std::numbers::pi_v<float>)) /
-         (2.0f * std::log(base));
+         std::log(static_cast<float>(n_ctx_orig) / (beta * 2.0f * std::numbers::pi_v<float>)) / (2.0f * std::log(base));
 }
 
 float yarn_ramp(float low, float high, int64_t i0) {
@@ -82,8 +81,7 @@ float yarn_ramp(float low, float high, int64_t i0) {
 
 }  // namespace
 
-void rope_yarn_corr_dims(int n_rot, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
-                         float dims[2]) {
+void rope_yarn_corr_dims(int n_rot, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow, float dims[2]) {
   const float start = std::floor(yarn_corr_dim(n_rot, n_ctx_orig, beta_fast, freq_base));
   const float end = std::ceil(yarn_corr_dim(n_rot, n_ctx_orig, beta_slow, freq_base));
   dims[0] = std::fmax(0.0f, start);

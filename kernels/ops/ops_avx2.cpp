@@ -96,8 +96,8 @@ __m256 ggml_v_expf(__m256 x) {
   const __m256 r = _mm256_set1_ps(0x1.8p23f);
   const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
   const __m256 n = _mm256_sub_ps(z, r);
-  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
-                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256 b =
+      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
   const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
   const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1))));
   const __m256 abs_n = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
@@ -200,10 +200,10 @@ void rope_rotate_ggml(const float* cache, float* x, int64_t n_rot, bool neox) {
       const __m128 c4 = _mm_loadu_ps(cos + i), s4 = _mm_loadu_ps(sin + i);
       const __m256 c = _mm256_set_m128(_mm_unpackhi_ps(c4, c4), _mm_unpacklo_ps(c4, c4));
       const __m256 s = _mm256_set_m128(_mm_unpackhi_ps(s4, s4), _mm_unpacklo_ps(s4, s4));
-      const __m256 v = _mm256_loadu_ps(x + 2 * i);           // x0, x1, ...
-      const __m256 sw = _mm256_permute_ps(v, 0xB1);          // x1, x0, ...
-      const __m256 even = _mm256_fmsub_ps(v, c, _mm256_mul_ps(sw, s));   // x0·c − x1·s
-      const __m256 odd = _mm256_fmadd_ps(sw, s, _mm256_mul_ps(v, c));    // x0·s + x1·c
+      const __m256 v = _mm256_loadu_ps(x + 2 * i);                      // x0, x1, ...
+      const __m256 sw = _mm256_permute_ps(v, 0xB1);                     // x1, x0, ...
+      const __m256 even = _mm256_fmsub_ps(v, c, _mm256_mul_ps(sw, s));  // x0·c − x1·s
+      const __m256 odd = _mm256_fmadd_ps(sw, s, _mm256_mul_ps(v, c));   // x0·s + x1·c
       _mm256_storeu_ps(x + 2 * i, _mm256_blend_ps(even, odd, 0xAA));
     }
     for (; i < half; ++i) {
@@ -214,11 +214,9 @@ void rope_rotate_ggml(const float* cache, float* x, int64_t n_rot, bool neox) {
   }
 }
 
-namespace {
+namespace {}  // namespace
 
-}  // namespace
-
-const OpsTable kOpsTable{Isa::kAvx2, rms_norm, softmax,    silu,       swiglu_ggml,     detail::gelu_by_table, add,
-                         mul,        scale,    f32_to_f16, f16_to_f32, rope_rotate_ggml};
+const OpsTable kOpsTable{Isa::kAvx2, rms_norm, softmax, silu,       swiglu_ggml, detail::gelu_by_table,
+                         add,        mul,      scale,   f32_to_f16, f16_to_f32,  rope_rotate_ggml};
 
 }  // namespace baton::kernels::avx2

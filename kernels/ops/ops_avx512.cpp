@@ -110,10 +110,9 @@ void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
   }
 }
 
-
 }  // namespace
 
-const OpsTable kOpsTable{Isa::kAvx512, rms_norm, softmax,    silu,       avx2::swiglu_ggml,     detail::gelu_by_table, add,
-                         mul,          scale,    f32_to_f16, f16_to_f32, avx2::rope_rotate_ggml};
+const OpsTable kOpsTable{Isa::kAvx512, rms_norm, softmax, silu,       avx2::swiglu_ggml, detail::gelu_by_table,
+                         add,          mul,      scale,   f32_to_f16, f16_to_f32,        avx2::rope_rotate_ggml};
 
 }  // namespace baton::kernels::avx512

@@ -9,13 +9,12 @@
 
 // A broken precondition of our own code (never user input: that is validated where it enters).
 // Cheap, always on, and fatal: the message names the check and where it failed.
-#define BATON_KERNEL_CHECK(cond)                                                                \
-  do {                                                                                          \
-    if (!(cond)) {                                                                              \
-      std::fprintf(stderr, "baton kernel precondition failed: %s at %s:%d\n", #cond, __FILE__, \
-                   __LINE__);                                                                   \
-      std::abort();                                                                             \
-    }                                                                                           \
+#define BATON_KERNEL_CHECK(cond)                                                                          \
+  do {                                                                                                    \
+    if (!(cond)) {                                                                                        \
+      std::fprintf(stderr, "baton kernel precondition failed: %s at %s:%d\n", #cond, __FILE__, __LINE__); \
+      std::abort();                                                                                       \
+    }                                                                                                     \
   } while (0)
 
 namespace baton::kernels {
@@ -36,7 +35,9 @@ void swiglu_ggml(const float* gate, const float* up, float* y, int64_t n);
 // The scalar rope_rotate (ggml's rotate_pairs with FMA contraction) with AVX2, bitwise equal.
 void rope_rotate_ggml(const float* cache, float* x, int64_t n_rot, bool neox);
 }  // namespace avx2
-namespace avx512 { extern const OpsTable kOpsTable; }
+namespace avx512 {
+extern const OpsTable kOpsTable;
+}
 
 namespace detail {
 // ggml_table_gelu_f16: for every half h, fp16(gelu_tanh(float(h))). Built once, thread-safe.

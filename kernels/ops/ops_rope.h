@@ -16,15 +16,15 @@ enum class RopeLayout { kNormal, kNeox };
 
 struct RopeConfig {
   RopeLayout layout = RopeLayout::kNormal;
-  int n_rot = 0;                         // rotated dims per head: even, <= head_dim, <= kMaxRot
+  int n_rot = 0;  // rotated dims per head: even, <= head_dim, <= kMaxRot
   float freq_base = 10000.0f;
-  float freq_scale = 1.0f;               // 1 / linear scaling factor
-  float ext_factor = 0.0f;               // YaRN extrapolation mix (0: plain RoPE)
-  float attn_factor = 1.0f;              // YaRN magnitude (mscale)
+  float freq_scale = 1.0f;   // 1 / linear scaling factor
+  float ext_factor = 0.0f;   // YaRN extrapolation mix (0: plain RoPE)
+  float attn_factor = 1.0f;  // YaRN magnitude (mscale)
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
-  int n_ctx_orig = 0;                    // training context, for the YaRN correction dims
-  const float* freq_factors = nullptr;   // [n_rot/2] divisors of theta (rope_freqs.weight), or null
+  int n_ctx_orig = 0;                   // training context, for the YaRN correction dims
+  const float* freq_factors = nullptr;  // [n_rot/2] divisors of theta (rope_freqs.weight), or null
 
   static constexpr int kMaxRot = 1024;
 };
@@ -42,7 +42,6 @@ void rope(const RopeConfig& cfg, std::span<const int32_t> pos, float* x, int64_t
           size_t token_stride);
 
 // ggml_rope_yarn_corr_dims: the first and last rotated pair index of YaRN's ramp.
-void rope_yarn_corr_dims(int n_rot, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
-                         float dims[2]);
+void rope_yarn_corr_dims(int n_rot, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow, float dims[2]);
 
 }  // namespace baton::kernels

@@ -77,9 +77,9 @@ float ggml_v_expf1(float x) {
   const uint32_t e = bits_of(z) << 23;
   const float k = float_of(e + bits_of(1.0f));
   const float u = b * b;
-  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-                           u, 0x1.ffffecp-1f * b);
+  const float j =
+      std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+               0x1.ffffecp-1f * b);
   if (!(std::fabs(n) > 126.0f)) return std::fma(k, j, k);
   const uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
   const float s1 = float_of(g + 0x7f000000u);
@@ -138,7 +138,7 @@ void rope_rotate(const float* cache, float* x, int64_t n_rot, bool neox) {
 
 }  // namespace
 
-const OpsTable kOpsTable{Isa::kScalar, rms_norm, softmax, silu,       swiglu,     detail::gelu_by_table, add,
-                         mul,          scale,    f32_to_f16, f16_to_f32, rope_rotate};
+const OpsTable kOpsTable{Isa::kScalar, rms_norm, softmax, silu,       swiglu,     detail::gelu_by_table,
+                         add,          mul,      scale,   f32_to_f16, f16_to_f32, rope_rotate};
 
 }  // namespace baton::kernels::scalar

@@ -28,8 +28,8 @@ std::optional<CloseInfo> hello_mismatch(const Hello& peer, const Hello& ours, Au
                                         const std::string& who) {
   if (peer.protocol_version != ours.protocol_version)
     return CloseInfo{CloseKind::kVersion,
-                     fmt::format("protocol version mismatch: {} speaks version {}, this node speaks version {}",
-                                 who, peer.protocol_version, ours.protocol_version)};
+                     fmt::format("protocol version mismatch: {} speaks version {}, this node speaks version {}", who,
+                                 peer.protocol_version, ours.protocol_version)};
   if (peer.auth != our_mode)
     return CloseInfo{CloseKind::kAuth, fmt::format("authentication mismatch: {} uses {}, this node requires {}", who,
                                                    mode_name(peer.auth), mode_name(our_mode))};
@@ -38,23 +38,19 @@ std::optional<CloseInfo> hello_mismatch(const Hello& peer, const Hello& ours, Au
 
 }  // namespace
 
-asio::awaitable<std::optional<CloseInfo>> Session::handshake(AuthSide side,
-                                                             std::chrono::milliseconds timeout) {
+asio::awaitable<std::optional<CloseInfo>> Session::handshake(AuthSide side, std::chrono::milliseconds timeout) {
   auto self = shared_from_this();
   co_await asio::this_coro::throw_if_cancelled(false);
   is_client_ = side == AuthSide::kClient;
   std::optional<CloseInfo> result;
   try {
     auto raced = co_await (run_handshake(side) || sleep_for(timeout));
-    if (raced.index() == 0)
-      result = std::get<0>(std::move(raced));
+    if (raced.index() == 0) result = std::get<0>(std::move(raced));
     else
       result = CloseInfo{CloseKind::kTimeout,
-                         fmt::format("handshake with {} not finished within {} ms", who(),
-                                     timeout.count())};
+                         fmt::format("handshake with {} not finished within {} ms", who(), timeout.count())};
   } catch (const std::exception& e) {
-    result = CloseInfo{CloseKind::kLocal, fmt::format("handshake with {} failed: {}", who(),
-                                                      e.what())};
+    result = CloseInfo{CloseKind::kLocal, fmt::format("handshake with {} failed: {}", who(), e.what())};
   }
   if (result) {
     record_close(*result);
@@ -75,9 +71,8 @@ asio::awaitable<std::optional<CloseInfo>> Session::write_now(const Message& mess
   std::array<asio::const_buffer, 2> buffers{asio::buffer(head.prefix), asio::buffer(head.header)};
   auto [ec, n] = co_await asio::async_write(*socket_, buffers, kNoThrow);
   if (ec)
-    co_return CloseInfo{CloseKind::kIoError,
-                        fmt::format("{}: {} while sending {} during the handshake", who(),
-                                    ec.message(), message_name(message))};
+    co_return CloseInfo{CloseKind::kIoError, fmt::format("{}: {} while sending {} during the handshake", who(),
+                                                         ec.message(), message_name(message))};
   co_return std::nullopt;
 }
 
@@ -89,9 +84,8 @@ asio::awaitable<Expected<M, CloseInfo>> expect(ReadFrame&& read, std::string pee
   auto frame = co_await read();
   if (!frame) co_return frame.error();
   if (!std::holds_alternative<M>(frame->message))
-    co_return CloseInfo{CloseKind::kProtocol,
-                        fmt::format("{} sent {} during the handshake, expected {}", peer,
-                                    message_name(frame->message), message_name(Message(M{})))};
+    co_return CloseInfo{CloseKind::kProtocol, fmt::format("{} sent {} during the handshake, expected {}", peer,
+                                                          message_name(frame->message), message_name(Message(M{})))};
   co_return std::get<M>(std::move(frame->message));
 }
 
@@ -105,8 +99,7 @@ asio::awaitable<std::optional<CloseInfo>> Session::server_handshake() {
   handshake_progress_ = 1;
   // Our Hello goes out even on a mismatch, so the peer can name both versions too.
   if (auto err = co_await write_now(config_.hello)) co_return err;
-  if (auto mismatch = hello_mismatch(peer_.hello, config_.hello, config_.auth.mode(), who()))
-    co_return mismatch;
+  if (auto mismatch = hello_mismatch(peer_.hello, config_.hello, config_.auth.mode(), who())) co_return mismatch;
   if (config_.auth.mode() == AuthMode::kInsecure) co_return std::nullopt;
 
   Nonce server_nonce = random_nonce();
@@ -118,18 +111,16 @@ asio::awaitable<std::optional<CloseInfo>> Session::server_handshake() {
                         fmt::format("{} sent an AuthResponse without a counter-challenge", who())};
   const Nonce& client_nonce = *response->counter_nonce;
   const std::string& secret = config_.auth.secret();
-  Mac expected = auth_proof(secret, AuthSide::kClient, server_nonce, client_nonce,
-                            peer_.hello.node_id, config_.hello.node_id);
+  Mac expected =
+      auth_proof(secret, AuthSide::kClient, server_nonce, client_nonce, peer_.hello.node_id, config_.hello.node_id);
   if (!macs_equal(expected, response->mac))
-    co_return CloseInfo{CloseKind::kAuth,
-                        fmt::format("authentication failed: {} does not know the cluster "
-                                    "secret (wrong proof)",
-                                    who())};
-  Mac proof = auth_proof(secret, AuthSide::kServer, server_nonce, client_nonce,
-                         peer_.hello.node_id, config_.hello.node_id);
+    co_return CloseInfo{CloseKind::kAuth, fmt::format("authentication failed: {} does not know the cluster "
+                                                      "secret (wrong proof)",
+                                                      who())};
+  Mac proof =
+      auth_proof(secret, AuthSide::kServer, server_nonce, client_nonce, peer_.hello.node_id, config_.hello.node_id);
   if (auto err = co_await write_now(AuthResponse{proof, std::nullopt})) co_return err;
-  start_sealing(derive_session_keys(secret, server_nonce, client_nonce, peer_.hello, config_.hello),
-                AuthSide::kServer);
+  start_sealing(derive_session_keys(secret, server_nonce, client_nonce, peer_.hello, config_.hello), AuthSide::kServer);
   co_return std::nullopt;
 }
 
@@ -139,34 +130,31 @@ asio::awaitable<std::optional<CloseInfo>> Session::client_handshake() {
   auto hello = co_await expect<Hello>(read, who());
   if (!hello) co_return hello.error();
   peer_.hello = std::move(*hello);
-  if (auto mismatch = hello_mismatch(peer_.hello, config_.hello, config_.auth.mode(), who()))
-    co_return mismatch;
+  if (auto mismatch = hello_mismatch(peer_.hello, config_.hello, config_.auth.mode(), who())) co_return mismatch;
   if (config_.auth.mode() == AuthMode::kInsecure) co_return std::nullopt;
 
   auto challenge = co_await expect<AuthChallenge>(read, who());
   if (!challenge) co_return challenge.error();
   Nonce client_nonce = random_nonce();
   const std::string& secret = config_.auth.secret();
-  Mac proof = auth_proof(secret, AuthSide::kClient, challenge->nonce, client_nonce,
-                         config_.hello.node_id, peer_.hello.node_id);
+  Mac proof =
+      auth_proof(secret, AuthSide::kClient, challenge->nonce, client_nonce, config_.hello.node_id, peer_.hello.node_id);
   if (auto err = co_await write_now(AuthResponse{proof, client_nonce})) co_return err;
   auto response = co_await expect<AuthResponse>(read, who());
   if (!response) {
     CloseInfo info = response.error();
     if (info.kind == CloseKind::kPeerClosed || info.kind == CloseKind::kIoError)
-      info = {CloseKind::kAuth,
-              fmt::format("authentication failed: {} closed the connection after our proof "
-                          "(do the cluster secrets differ?): {}",
-                          who(), info.reason)};
+      info = {CloseKind::kAuth, fmt::format("authentication failed: {} closed the connection after our proof "
+                                            "(do the cluster secrets differ?): {}",
+                                            who(), info.reason)};
     co_return info;
   }
-  Mac expected = auth_proof(secret, AuthSide::kServer, challenge->nonce, client_nonce,
-                            config_.hello.node_id, peer_.hello.node_id);
+  Mac expected =
+      auth_proof(secret, AuthSide::kServer, challenge->nonce, client_nonce, config_.hello.node_id, peer_.hello.node_id);
   if (!macs_equal(expected, response->mac))
-    co_return CloseInfo{CloseKind::kAuth,
-                        fmt::format("authentication failed: {} could not prove it knows the "
-                                    "cluster secret (wrong proof)",
-                                    who())};
+    co_return CloseInfo{CloseKind::kAuth, fmt::format("authentication failed: {} could not prove it knows the "
+                                                      "cluster secret (wrong proof)",
+                                                      who())};
   start_sealing(derive_session_keys(secret, challenge->nonce, client_nonce, config_.hello, peer_.hello),
                 AuthSide::kClient);
   co_return std::nullopt;

@@ -40,18 +40,18 @@ void PendingHandshakes::evict(const std::string* address) {
   if (victim == entries_.end()) return;
   const std::string from = victim->address;
   if (auto s = victim->session.lock())
-    s->abort({CloseKind::kLocal,
-              fmt::format("dropped during its handshake: the budget of {} unauthenticated "
-                          "connections ({} per address) is full",
-                          max_total_, max_per_address_)});
+    s->abort({CloseKind::kLocal, fmt::format("dropped during its handshake: the budget of {} unauthenticated "
+                                             "connections ({} per address) is full",
+                                             max_total_, max_per_address_)});
   erase(victim);
   ++dropped_since_log_;
   const auto now = std::chrono::steady_clock::now();
   if (now - last_log_ >= std::chrono::seconds(5)) {
-    spdlog::warn("net: dropped {} unauthenticated connection(s) still in their handshake "
-                 "(budget {} in total, {} per address; last from {}): a flood of connections "
-                 "that do not authenticate?",
-                 dropped_since_log_, max_total_, max_per_address_, from);
+    spdlog::warn(
+        "net: dropped {} unauthenticated connection(s) still in their handshake "
+        "(budget {} in total, {} per address; last from {}): a flood of connections "
+        "that do not authenticate?",
+        dropped_since_log_, max_total_, max_per_address_, from);
     dropped_since_log_ = 0;
     last_log_ = now;
   }

@@ -14,20 +14,14 @@ namespace baton::net::detail {
 
 using namespace asio::experimental::awaitable_operators;
 
-Session::Session(asio::ip::tcp::socket socket, const SessionConfig& config, SessionHost& host,
-                 uint64_t id)
-    : config_(config),
-      host_(host),
-      id_(id),
-      executor_(socket.get_executor()),
-      socket_(std::move(socket)) {
+Session::Session(asio::ip::tcp::socket socket, const SessionConfig& config, SessionHost& host, uint64_t id)
+    : config_(config), host_(host), id_(id), executor_(socket.get_executor()), socket_(std::move(socket)) {
   wake_timer_.emplace(executor_);
   watchdog_timer_.emplace(executor_);
   delay_timer_.emplace(executor_);
   std::error_code ec;
   auto remote = socket_->remote_endpoint(ec);
-  peer_.address = ec ? std::string("?") : fmt::format("{}:{}", remote.address().to_string(),
-                                                       remote.port());
+  peer_.address = ec ? std::string("?") : fmt::format("{}:{}", remote.address().to_string(), remote.port());
   socket_->set_option(asio::ip::tcp::no_delay(true), ec);
 }
 
@@ -53,17 +47,16 @@ bool Session::ended() const {
 namespace {
 
 // Why a read or write ended, as a CloseInfo.
-CloseInfo io_failure(const std::error_code& ec, std::string_view peer, std::string_view what,
-                     size_t got, size_t wanted) {
+CloseInfo io_failure(const std::error_code& ec, std::string_view peer, std::string_view what, size_t got,
+                     size_t wanted) {
   if (ec == asio::error::eof) {
     if (got == 0 && what == "frame prefix")
       return {CloseKind::kPeerClosed, fmt::format("{} closed the connection", peer)};
     return {CloseKind::kPeerClosed,
-            fmt::format("{} closed the connection mid-frame ({} of {} bytes of the {})", peer,
-                        got, wanted, what)};
+            fmt::format("{} closed the connection mid-frame ({} of {} bytes of the {})", peer, got, wanted, what)};
   }
-  return {CloseKind::kIoError, fmt::format("{}: {} while transferring the {} ({} of {} bytes)",
-                                           peer, ec.message(), what, got, wanted)};
+  return {CloseKind::kIoError,
+          fmt::format("{}: {} while transferring the {} ({} of {} bytes)", peer, ec.message(), what, got, wanted)};
 }
 
 int64_t steady_ns(Clock::time_point t) {
@@ -72,23 +65,20 @@ int64_t steady_ns(Clock::time_point t) {
 
 }  // namespace
 
-asio::awaitable<Expected<Session::Frame, CloseInfo>> Session::read_frame(
-    const FrameLimits& limits) {
+asio::awaitable<Expected<Session::Frame, CloseInfo>> Session::read_frame(const FrameLimits& limits) {
   std::array<uint8_t, kPrefixBytes> prefix_bytes;
   auto [ec, n] = co_await asio::async_read(*socket_, asio::buffer(prefix_bytes), kNoThrow);
   if (ec) co_return io_failure(ec, who(), "frame prefix", n, kPrefixBytes);
   last_activity_ = Clock::now();
   auto prefix = parse_prefix(prefix_bytes, limits);
   if (!prefix)
-    co_return CloseInfo{CloseKind::kProtocol,
-                        fmt::format("bad frame from {}: {}", who(), prefix.error().message)};
+    co_return CloseInfo{CloseKind::kProtocol, fmt::format("bad frame from {}: {}", who(), prefix.error().message)};
   const bool sealed = (prefix->flags & kFlagSealed) != 0;
   if (sealed != recv_cipher_.has_value())
-    co_return CloseInfo{
-        CloseKind::kProtocol,
-        fmt::format("bad frame from {}: {} frame where this connection expects {} frames", who(),
-                    sealed ? "a sealed" : "an unsealed (plaintext)",
-                    recv_cipher_ ? "only sealed (encrypted)" : "only plaintext")};
+    co_return CloseInfo{CloseKind::kProtocol,
+                        fmt::format("bad frame from {}: {} frame where this connection expects {} frames", who(),
+                                    sealed ? "a sealed" : "an unsealed (plaintext)",
+                                    recv_cipher_ ? "only sealed (encrypted)" : "only plaintext")};
 
   std::vector<uint8_t> header(prefix->header_bytes);
   std::tie(ec, n) = co_await asio::async_read(*socket_, asio::buffer(header), kNoThrow);
@@ -101,12 +91,10 @@ asio::awaitable<Expected<Session::Frame, CloseInfo>> Session::read_frame(
       body = Payload::allocate(prefix->body_bytes);
     } catch (const std::bad_alloc&) {
       co_return CloseInfo{CloseKind::kLocal,
-                          fmt::format("cannot allocate a {}-byte body from {}",
-                                      prefix->body_bytes, who())};
+                          fmt::format("cannot allocate a {}-byte body from {}", prefix->body_bytes, who())};
     }
     auto target = body.mutable_bytes();
-    std::tie(ec, n) = co_await asio::async_read(
-        *socket_, asio::buffer(target.data(), target.size()), kNoThrow);
+    std::tie(ec, n) = co_await asio::async_read(*socket_, asio::buffer(target.data(), target.size()), kNoThrow);
     if (ec) co_return io_failure(ec, who(), "frame body", n, target.size());
     last_activity_ = Clock::now();
   }
@@ -119,18 +107,16 @@ asio::awaitable<Expected<Session::Frame, CloseInfo>> Session::read_frame(
     const uint64_t index = recv_cipher_->counter();
     std::span<uint8_t> body_bytes = body.empty() ? std::span<uint8_t>() : body.mutable_bytes();
     if (!recv_cipher_->open(prefix_bytes, header, body_bytes, tag))
-      co_return CloseInfo{
-          CloseKind::kAuth,
-          fmt::format("frame {} from {} failed authentication (AES-256-GCM tag mismatch: the "
-                      "frame was altered, replayed, reordered or one before it was lost); "
-                      "closing the connection",
-                      index, who())};
+      co_return CloseInfo{CloseKind::kAuth,
+                          fmt::format("frame {} from {} failed authentication (AES-256-GCM tag mismatch: the "
+                                      "frame was altered, replayed, reordered or one before it was lost); "
+                                      "closing the connection",
+                                      index, who())};
   }
 
   auto message = decode_header(header, prefix->body_bytes);
   if (!message)
-    co_return CloseInfo{CloseKind::kProtocol,
-                        fmt::format("bad frame from {}: {}", who(), message.error().message)};
+    co_return CloseInfo{CloseKind::kProtocol, fmt::format("bad frame from {}: {}", who(), message.error().message)};
   co_return Frame{std::move(*message), std::move(body)};
 }
 
@@ -152,18 +138,15 @@ asio::awaitable<void> Session::reader() {
     const Message& m = frame->message;
     if (std::holds_alternative<Hello>(m) || std::holds_alternative<AuthChallenge>(m) ||
         std::holds_alternative<AuthResponse>(m)) {
-      record_close({CloseKind::kProtocol, fmt::format("{} sent {} after the handshake", who(),
-                                                      message_name(m))});
+      record_close({CloseKind::kProtocol, fmt::format("{} sent {} after the handshake", who(), message_name(m))});
       co_return;
     }
     if (handle_probe(m, received)) continue;
     try {
-      config_.on_message(Incoming{shared_from_this(), std::move(frame->message),
-                                  std::move(frame->body), received});
+      config_.on_message(Incoming{shared_from_this(), std::move(frame->message), std::move(frame->body), received});
     } catch (const std::exception& e) {
-      record_close({CloseKind::kLocal,
-                    fmt::format("the message handler threw on a message from {}: {}", who(),
-                                e.what())});
+      record_close(
+          {CloseKind::kLocal, fmt::format("the message handler threw on a message from {}: {}", who(), e.what())});
       co_return;
     }
   }
@@ -210,13 +193,12 @@ asio::awaitable<void> Session::writer() {
       co_await delay_timer_->async_wait(kNoThrow);
       if (ended()) co_return;
     }
-    std::array<asio::const_buffer, 3> buffers{
-        asio::buffer(frame->head.prefix), asio::buffer(frame->head.header),
-        asio::buffer(frame->body.data(), frame->body.size())};
+    std::array<asio::const_buffer, 3> buffers{asio::buffer(frame->head.prefix), asio::buffer(frame->head.header),
+                                              asio::buffer(frame->body.data(), frame->body.size())};
     if (send_cipher_) {  // prefix | sealed header and body | tag
       const auto& header = frame->head.header;
-      frame->head.prefix = encode_prefix({static_cast<uint32_t>(header.size()), kFlagSealed,
-                                          static_cast<uint32_t>(frame->body.size())});
+      frame->head.prefix =
+          encode_prefix({static_cast<uint32_t>(header.size()), kFlagSealed, static_cast<uint32_t>(frame->body.size())});
       sealed_.resize(header.size() + frame->body.size() + kWireTagBytes);
       send_cipher_->seal(frame->head.prefix, header, frame->body.bytes(), sealed_);
       buffers = {asio::buffer(frame->head.prefix), asio::buffer(sealed_), asio::const_buffer()};
@@ -237,8 +219,8 @@ asio::awaitable<void> Session::watchdog() {
     if (config_.idle_timeout.count() > 0) {
       auto idle_deadline = last_activity_ + config_.idle_timeout;
       if (now >= idle_deadline) {
-        record_close({CloseKind::kTimeout, fmt::format("no frame from {} for {} ms", who(),
-                                                       config_.idle_timeout.count())});
+        record_close(
+            {CloseKind::kTimeout, fmt::format("no frame from {} for {} ms", who(), config_.idle_timeout.count())});
         co_return;
       }
       deadline = idle_deadline;
@@ -247,11 +229,10 @@ asio::awaitable<void> Session::watchdog() {
       if (now >= *close_deadline_) {
         std::lock_guard lock(mutex_);
         if (!close_info_)
-          close_info_ = CloseInfo{
-              CloseKind::kLocal,
-              fmt::format("{} (closed after {} ms with {} frames still unsent to {})",
-                          close_requested_.value_or("closed locally"),
-                          config_.close_linger.count(), outbox_.size(), who())};
+          close_info_ =
+              CloseInfo{CloseKind::kLocal, fmt::format("{} (closed after {} ms with {} frames still unsent to {})",
+                                                       close_requested_.value_or("closed locally"),
+                                                       config_.close_linger.count(), outbox_.size(), who())};
         co_return;
       }
       deadline = std::min(deadline, *close_deadline_);
@@ -283,8 +264,7 @@ asio::awaitable<void> Session::serve() {
     next_probe_ = last_activity_;
   }
   try {
-    co_await (guarded(reader(), "reader") || guarded(writer(), "writer") ||
-              guarded(watchdog(), "watchdog"));
+    co_await (guarded(reader(), "reader") || guarded(writer(), "writer") || guarded(watchdog(), "watchdog"));
   } catch (const std::exception& e) {
     record_close({CloseKind::kLocal, fmt::format("connection to {} failed: {}", who(), e.what())});
   }
@@ -296,8 +276,7 @@ asio::awaitable<void> Session::guarded(asio::awaitable<void> task, std::string_v
   try {
     co_await std::move(task);
   } catch (const std::exception& e) {
-    record_close({CloseKind::kLocal,
-                  fmt::format("connection to {} failed in its {}: {}", who(), name, e.what())});
+    record_close({CloseKind::kLocal, fmt::format("connection to {} failed in its {}: {}", who(), name, e.what())});
   }
 }
 
@@ -308,8 +287,7 @@ void Session::finish() {
     std::lock_guard lock(mutex_);
     if (finished_) return;
     finished_ = true;
-    if (!close_info_)
-      close_info_ = CloseInfo{CloseKind::kLocal, fmt::format("connection to {} ended", who())};
+    if (!close_info_) close_info_ = CloseInfo{CloseKind::kLocal, fmt::format("connection to {} ended", who())};
     serving_ = false;
     outbox_.clear();
     outbox_bytes_ = 0;
@@ -326,11 +304,8 @@ void Session::finish() {
   switch (info.kind) {
     case CloseKind::kProtocol:
     case CloseKind::kAuth:
-    case CloseKind::kVersion:
-      spdlog::warn("net: connection {} closed: {}", id_, info.reason);
-      break;
-    default:
-      spdlog::debug("net: connection {} closed: {}", id_, info.reason);
+    case CloseKind::kVersion: spdlog::warn("net: connection {} closed: {}", id_, info.reason); break;
+    default: spdlog::debug("net: connection {} closed: {}", id_, info.reason);
   }
   if (callback) {
     try {
@@ -368,8 +343,7 @@ void Session::wake() {
   {
     std::lock_guard lock(mutex_);
     wake_posted_ = false;
-    if (close_requested_ && !close_deadline_)
-      close_deadline_ = Clock::now() + config_.close_linger;
+    if (close_requested_ && !close_deadline_) close_deadline_ = Clock::now() + config_.close_linger;
   }
   if (wake_timer_) wake_timer_->cancel();
   if (watchdog_timer_) watchdog_timer_->cancel();
@@ -435,12 +409,10 @@ bool Session::send(const Message& message, Payload body) {
     }
   }
   if (overflow) {  // no linger: the peer is not reading, waiting for it would not help
-    CloseInfo info{CloseKind::kLocal,
-                   fmt::format("outbox to {} exceeded {} bytes (the peer does not keep up)",
-                               who(), config_.max_outbox_bytes)};
+    CloseInfo info{CloseKind::kLocal, fmt::format("outbox to {} exceeded {} bytes (the peer does not keep up)", who(),
+                                                  config_.max_outbox_bytes)};
     std::lock_guard lock(mutex_);
-    if (!io_released_)
-      asio::post(executor_, [self = shared_from_this(), info] { self->abort(info); });
+    if (!io_released_) asio::post(executor_, [self = shared_from_this(), info] { self->abort(info); });
     return false;
   }
   return true;

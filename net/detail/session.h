@@ -51,14 +51,12 @@ class SessionHost {
 
 class Session final : public Connection, public std::enable_shared_from_this<Session> {
  public:
-  Session(asio::ip::tcp::socket socket, const SessionConfig& config, SessionHost& host,
-          uint64_t id);
+  Session(asio::ip::tcp::socket socket, const SessionConfig& config, SessionHost& host, uint64_t id);
   ~Session() override;
 
   // Hello both ways, then the challenge-response unless both sides run insecure, within
   // `timeout`. nullopt on success; otherwise the reason (the caller then calls finish()).
-  asio::awaitable<std::optional<CloseInfo>> handshake(AuthSide side,
-                                                      std::chrono::milliseconds timeout);
+  asio::awaitable<std::optional<CloseInfo>> handshake(AuthSide side, std::chrono::milliseconds timeout);
   // How far an accepted connection got in its handshake: 0 nothing yet, 1 a valid Hello
   // received (the accept budget drops the least advanced first). I/O thread.
   int handshake_progress() const { return handshake_progress_; }
@@ -137,13 +135,13 @@ class Session final : public Connection, public std::enable_shared_from_this<Ses
   std::optional<FrameCipher> recv_cipher_;
   std::vector<uint8_t> sealed_;  // the writer's reused buffer for one sealed frame
   std::optional<asio::ip::tcp::socket> socket_;
-  std::optional<asio::steady_timer> wake_timer_;      // the writer sleeps on it
+  std::optional<asio::steady_timer> wake_timer_;  // the writer sleeps on it
   std::optional<asio::steady_timer> watchdog_timer_;
   std::optional<asio::steady_timer> delay_timer_;  // test_write_delay
   Clock::time_point last_activity_;
   bool is_client_ = false;  // this side opened the connection
   int handshake_progress_ = 0;
-  bool probing_ = false;    // this side sends clock probes
+  bool probing_ = false;  // this side sends clock probes
   int probes_sent_ = 0;
   Clock::time_point next_probe_{};
   std::array<int64_t, 4> pings_out_{};  // send times of recent pings: a pong must echo one

@@ -16,7 +16,8 @@ namespace baton::test {
 
 class CoordinatorProcess {
  public:
-  explicit CoordinatorProcess(std::vector<std::string> extra, std::chrono::seconds start_limit = std::chrono::seconds(30)) {
+  explicit CoordinatorProcess(std::vector<std::string> extra,
+                              std::chrono::seconds start_limit = std::chrono::seconds(30)) {
     std::vector<std::string> args = {binary_dir() + "/bin/engine-coordinator", "--host", "127.0.0.1", "--port", "0"};
     args.insert(args.end(), extra.begin(), extra.end());
     ProcessOptions po;

@@ -41,7 +41,8 @@ std::string streamed_text(int port, const std::string& path, json body) {
 TEST_CASE("engine-coordinator --model serves with an API key file and exits 0 on SIGTERM", "[api]") {
   std::string key_file = temp_dir() + "/api.key";
   std::ofstream(key_file) << "file-key-123\n";
-  CoordinatorProcess c({"--model", stories_path(), "-t", "1", "--slots", "2", "--alias", "tiny", "--api-key-file", key_file});
+  CoordinatorProcess c(
+      {"--model", stories_path(), "-t", "1", "--slots", "2", "--alias", "tiny", "--api-key-file", key_file});
   httplib::Client cl("127.0.0.1", c.port());
   auto unauth = cl.Get("/v1/models");
   REQUIRE(unauth);
@@ -65,7 +66,8 @@ TEST_CASE("cluster mode over two workers answers exactly like local mode, and na
   const std::string model = stories_path();
   // Local mode, in process: the reference answers.
   json completion = {{"prompt", "Lily went to the park and"}, {"max_tokens", 20}, {"temperature", 0}, {"logprobs", 2}};
-  json chat = {{"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}}, {"max_tokens", 12}, {"temperature", 0}};
+  json chat = {
+      {"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}}, {"max_tokens", 12}, {"temperature", 0}};
   json want_completion, want_chat;
   std::string want_stream;
   {

@@ -89,14 +89,18 @@ TEST_CASE("GET /metrics is Prometheus text with request counters, token counters
   request(s.port(), "POST", "/v1/completions", R"({"prompt":1})");
   request(s.port(), "GET", "/nowhere");
   const std::vector<std::string> wants = {"# TYPE baton_http_requests_total counter",
-                           "baton_http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 1",
-                           "baton_http_requests_total{endpoint=\"/v1/completions\",status=\"400\"} 1",
-                           "baton_http_errors_total{endpoint=\"other\",status=\"404\"} 1",
-                           "baton_queue_depth 0", "baton_active_slots 0", "baton_slots 4",
-                           "baton_generated_tokens_total 5", "# TYPE baton_time_to_first_token_seconds histogram",
-                           "baton_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1",
-                           "baton_time_to_first_token_seconds_count 1", "baton_inter_token_latency_seconds_count 4",
-                           "baton_prompt_tokens_total "};
+                                          "baton_http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 1",
+                                          "baton_http_requests_total{endpoint=\"/v1/completions\",status=\"400\"} 1",
+                                          "baton_http_errors_total{endpoint=\"other\",status=\"404\"} 1",
+                                          "baton_queue_depth 0",
+                                          "baton_active_slots 0",
+                                          "baton_slots 4",
+                                          "baton_generated_tokens_total 5",
+                                          "# TYPE baton_time_to_first_token_seconds histogram",
+                                          "baton_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1",
+                                          "baton_time_to_first_token_seconds_count 1",
+                                          "baton_inter_token_latency_seconds_count 4",
+                                          "baton_prompt_tokens_total "};
   // A request is counted once its response is written, so a scrape may trail the last replies
   // by moments: scrape until everything shows up (bounded), then check.
   std::string text;
@@ -163,9 +167,9 @@ TEST_CASE("bad requests get 400 naming the field", "[api]") {
               "messages[0].role");
   check_error(request(p, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":7}]})"), 400,
               "messages[0].content");
-  check_error(request(p, "POST", "/v1/chat/completions",
-                      R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})"),
-              400, "top_logprobs");
+  check_error(
+      request(p, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})"),
+      400, "top_logprobs");
 }
 
 TEST_CASE("a prompt longer than the context gets 400 stating both lengths", "[api]") {
@@ -220,7 +224,8 @@ TEST_CASE("with an API key every route but /health needs the Bearer key", "[api]
   CHECK(message(r).find("missing") != std::string::npos);
   check_error(request(p, "GET", "/v1/models", "", {{"Authorization", "Bearer wrong"}}), 401, "");
   check_error(request(p, "GET", "/v1/models", "", {{"Authorization", "sekrit-key"}}), 401, "");
-  check_error(request(p, "POST", "/v1/completions", R"({"prompt":"x"})", {{"Authorization", "Bearer sekrit-ke"}}), 401, "");
+  check_error(request(p, "POST", "/v1/completions", R"({"prompt":"x"})", {{"Authorization", "Bearer sekrit-ke"}}), 401,
+              "");
   check_error(request(p, "GET", "/metrics", ""), 401, "");
   CHECK(request(p, "GET", "/health").status == 200);
   CHECK(request(p, "GET", "/v1/models", "", {{"Authorization", "Bearer sekrit-key"}}).status == 200);

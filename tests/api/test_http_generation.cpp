@@ -69,17 +69,19 @@ TEST_CASE("logit_bias bans or favours tokens of a greedy completion, and unknown
   // Banned (OpenAI's -100 and llama-server's false): the first token changes.
   for (const json& ban : {json(-100), json(false)}) {
     json r = post_json(s.port(), "/v1/completions",
-                  {{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}, {"logit_bias", {{first, ban}}}});
+                       {{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}, {"logit_bias", {{first, ban}}}});
     CHECK(r["choices"][0]["text"] != text_of({want[0]}, tok));
   }
   // A token favoured by +100 is chosen.
   const int32_t other = want[0].token == 100 ? 101 : 100;
   json r = post_json(s.port(), "/v1/completions",
-                {{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0},
-                 {"logit_bias", json::array({json::array({other, 100})})}});
+                     {{"prompt", prompt},
+                      {"max_tokens", 1},
+                      {"temperature", 0},
+                      {"logit_bias", json::array({json::array({other, 100})})}});
   CHECK(r["choices"][0]["text"] == tok.decode(std::vector<int32_t>{other}));
   json bad = post_json(s.port(), "/v1/completions",
-                  {{"prompt", prompt}, {"max_tokens", 1}, {"logit_bias", {{"99999999", 1}}}}, 400);
+                       {{"prompt", prompt}, {"max_tokens", 1}, {"logit_bias", {{"99999999", 1}}}}, 400);
   CHECK(bad["error"]["param"] == "logit_bias");
   // Banning the whole vocabulary is the request's error (400), not a failed generation (502).
   json all = json::object();
@@ -93,7 +95,8 @@ TEST_CASE("completion logprobs have OpenAI's legacy shape and the Generator's va
   const auto& tok = s.model->tokenizer();
   auto prompt = tok.encode(kPrompt, true, true);
   auto want = reference_steps(prompt, 6, 3);
-  json r = post_json(s.port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 3}});
+  json r = post_json(s.port(), "/v1/completions",
+                     {{"prompt", kPrompt}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 3}});
   const json& lp = r["choices"][0]["logprobs"];
   REQUIRE(lp["tokens"].size() == 6);
   REQUIRE(lp["token_logprobs"].size() == 6);
@@ -115,9 +118,13 @@ TEST_CASE("chat completions apply the model's template and report chat logprobs"
   auto prompt = tok.encode(s.model->chat_template()->apply(msgs, true), true, true);
   auto want = reference_steps(prompt, 8, 2);
 
-  json body = {{"messages", {{{"role", "system"}, {"content", "You tell stories."}},
-                             {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Tell me about a cat."}}}}}}},
-               {"max_completion_tokens", 8}, {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 2}};
+  json body = {{"messages",
+                {{{"role", "system"}, {"content", "You tell stories."}},
+                 {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Tell me about a cat."}}}}}}},
+               {"max_completion_tokens", 8},
+               {"temperature", 0},
+               {"logprobs", true},
+               {"top_logprobs", 2}};
   json r = post_json(s.port(), "/v1/chat/completions", body);
   CHECK(r["object"] == "chat.completion");
   CHECK(r["choices"][0]["message"]["role"] == "assistant");
@@ -196,7 +203,8 @@ TEST_CASE("a stop string ends the completion before it, with finish_reason stop"
   REQUIRE(at != std::string::npos);
   std::string stop = text.substr(at, 4);
   for (bool stream : {false, true}) {
-    json req = {{"prompt", kPrompt}, {"max_tokens", 24}, {"temperature", 0}, {"stop", {"zzzz", stop}}, {"stream", stream}};
+    json req = {
+        {"prompt", kPrompt}, {"max_tokens", 24}, {"temperature", 0}, {"stop", {"zzzz", stop}}, {"stream", stream}};
     std::string got;
     std::string reason;
     if (!stream) {
@@ -344,7 +352,7 @@ TEST_CASE("a non-streaming request whose client stays connected is not cancelled
   LocalServer s;
   // Long enough to span several probe intervals (50 ms).
   json r = post_json(s.port(), "/v1/completions",
-                {{"prompt", kPrompt}, {"max_tokens", 200}, {"ignore_eos", true}, {"temperature", 0}});
+                     {{"prompt", kPrompt}, {"max_tokens", 200}, {"ignore_eos", true}, {"temperature", 0}});
   CHECK(r["usage"]["completion_tokens"] == 200);
   httplib::Client c("127.0.0.1", s.port());
   auto m = c.Get("/metrics");

@@ -78,8 +78,9 @@ TEST_CASE("a chunked request body over the limit is refused with 413 and never b
   LocalServer s({}, ho);
   const size_t before = resident_bytes();
   int fd = connect_to(s.port());
-  REQUIRE(send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                       "Transfer-Encoding: chunked\r\n\r\n"));
+  REQUIRE(send_all(fd,
+                   "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   "Transfer-Encoding: chunked\r\n\r\n"));
   // 128 MiB in 64 KiB chunks; stop as soon as the server answers (or closes).
   const std::string payload(64 << 10, ' ');
   char size_line[32];
@@ -167,9 +168,10 @@ TEST_CASE("200 simultaneous clients each get an HTTP answer (200 or 503 with Ret
         return;
       }
       const std::string body = R"({"prompt": "Once upon a time", "max_tokens": 4})";
-      if (!send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: "
-                        "application/json\r\nContent-Length: " +
-                            std::to_string(body.size()) + "\r\n\r\n" + body))
+      if (!send_all(fd,
+                    "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: "
+                    "application/json\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body))
         errors[i] = errno;
       int e = 0;
       replies[i] = read_to_close(fd, std::chrono::seconds(60), &e);
@@ -222,7 +224,8 @@ TEST_CASE("a JSON body with trailing NUL bytes or trailing garbage is refused wi
   LocalServer s;
   const std::string good = R"({"prompt": "Once upon", "max_tokens": 1})";
   CHECK(raw_request(s.port(), "POST", "/v1/completions", good).status == 200);
-  for (const std::string& tail : {std::string("\0", 1), std::string("\0\0\0\0", 4), std::string("\0{}", 3), std::string("x")}) {
+  for (const std::string& tail :
+       {std::string("\0", 1), std::string("\0\0\0\0", 4), std::string("\0{}", 3), std::string("x")}) {
     RawResponse r = raw_request(s.port(), "POST", "/v1/completions", good + tail);
     INFO(r.body);
     CHECK(r.status == 400);

@@ -27,10 +27,19 @@ json call(int port, const std::string& method, const std::string& path, const js
 TEST_CASE("POST /completion answers in llama-server's shape with the /v1/completions greedy text", "[api]") {
   LocalServer server;
   const int port = server.port();
-  const json legacy = call(port, "POST", "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 12}, {"temperature", 0}});
+  const json legacy =
+      call(port, "POST", "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 12}, {"temperature", 0}});
   const json j = call(port, "POST", "/completion",
-                      {{"prompt", "Once upon a time"}, {"n_predict", 12}, {"temperature", 0}, {"return_tokens", true},
-                       {"n_probs", 3}, {"top_k", -1}, {"seed", -1}, {"repeat_last_n", 0}, {"typical_p", 1.0}, {"mirostat", 0},
+                      {{"prompt", "Once upon a time"},
+                       {"n_predict", 12},
+                       {"temperature", 0},
+                       {"return_tokens", true},
+                       {"n_probs", 3},
+                       {"top_k", -1},
+                       {"seed", -1},
+                       {"repeat_last_n", 0},
+                       {"typical_p", 1.0},
+                       {"mirostat", 0},
                        {"cache_prompt", true}});
   CHECK(j["content"] == legacy["choices"][0]["text"]);
   REQUIRE(j["tokens"].size() == 12);
@@ -58,7 +67,8 @@ TEST_CASE("POST /completion answers in llama-server's shape with the /v1/complet
   // Tokens only when asked (or streaming); a stop string -> stop_type word and the stopping word.
   const std::string text = j["content"];
   const std::string stop = text.substr(4, 3);
-  const json stopped = call(port, "POST", "/completion", {{"prompt", "Once upon a time"}, {"n_predict", 12}, {"temperature", 0}, {"stop", {stop}}});
+  const json stopped = call(port, "POST", "/completion",
+                            {{"prompt", "Once upon a time"}, {"n_predict", 12}, {"temperature", 0}, {"stop", {stop}}});
   CHECK(stopped["tokens"] == json::array());
   CHECK(stopped["stop_type"] == "word");
   CHECK(stopped["stopping_word"] == stop);
@@ -68,7 +78,8 @@ TEST_CASE("POST /completion answers in llama-server's shape with the /v1/complet
   CHECK(none["content"] == "");
   CHECK(none["tokens_predicted"] == 0);
   const json ids = call(port, "POST", "/tokenize", {{"content", "Once upon a time"}, {"add_special", true}});
-  const json by_ids = call(port, "POST", "/completion", {{"prompt", ids["tokens"]}, {"n_predict", 12}, {"temperature", 0}});
+  const json by_ids =
+      call(port, "POST", "/completion", {{"prompt", ids["tokens"]}, {"n_predict", 12}, {"temperature", 0}});
   CHECK(by_ids["content"] == text);
 }
 
@@ -101,9 +112,14 @@ TEST_CASE("POST /completion streams one chunk per token, then the final object, 
 
 TEST_CASE("/completion refuses samplers Baton does not have unless they are off", "[api]") {
   LocalServer server;
-  for (const auto& [name, value] : std::vector<std::pair<std::string, json>>{
-           {"mirostat", 2}, {"typical_p", 0.5}, {"dry_multiplier", 0.8}, {"xtc_probability", 0.5},
-           {"post_sampling_probs", true}, {"n_probs", 21}, {"repeat_last_n", -2}, {"n_cmpl", 2}}) {
+  for (const auto& [name, value] : std::vector<std::pair<std::string, json>>{{"mirostat", 2},
+                                                                             {"typical_p", 0.5},
+                                                                             {"dry_multiplier", 0.8},
+                                                                             {"xtc_probability", 0.5},
+                                                                             {"post_sampling_probs", true},
+                                                                             {"n_probs", 21},
+                                                                             {"repeat_last_n", -2},
+                                                                             {"n_cmpl", 2}}) {
     const json r = call(server.port(), "POST", "/completion", {{"prompt", "Hi"}, {name, value}}, 400);
     CHECK(r["error"]["param"] == name);
   }
@@ -111,7 +127,8 @@ TEST_CASE("/completion refuses samplers Baton does not have unless they are off"
 
 TEST_CASE("n_predict is honoured by /v1/completions and /v1/chat/completions and wins over max_tokens", "[api]") {
   LocalServer server;
-  const json c = call(server.port(), "POST", "/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 3}, {"n_predict", 6}, {"temperature", 0}});
+  const json c = call(server.port(), "POST", "/v1/completions",
+                      {{"prompt", "Hi"}, {"max_tokens", 3}, {"n_predict", 6}, {"temperature", 0}});
   CHECK(c["usage"]["completion_tokens"] == 6);
   const json chat = call(server.port(), "POST", "/v1/chat/completions",
                          {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"n_predict", 5}, {"temperature", 0}});
@@ -175,7 +192,8 @@ TEST_CASE("CORS: same origin only by default, and listed origins get the headers
   CHECK(pre.status == 204);  // no key needed
   CHECK(pre.headers.find("Access-Control-Allow-Origin: http://app.example\r\n") != std::string::npos);
   CHECK(pre.headers.find("Access-Control-Allow-Methods: GET, POST, OPTIONS") != std::string::npos);
-  CHECK(pre.headers.find("Access-Control-Allow-Headers: Authorization, Content-Type, x-stainless-lang") != std::string::npos);
+  CHECK(pre.headers.find("Access-Control-Allow-Headers: Authorization, Content-Type, x-stainless-lang") !=
+        std::string::npos);
   CHECK(pre.headers.find("Vary: Origin") != std::string::npos);
   // Every answer to an allowed origin carries the header, errors too; other origins get none.
   RawResponse unauth = raw_request(server.port(), "GET", "/v1/models", "", "Origin: https://b.example\r\n");

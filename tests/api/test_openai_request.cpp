@@ -149,29 +149,34 @@ TEST_CASE("histograms are written with cumulative buckets, sum and count", "[api
   h.observe(7);
   std::string out;
   h.write(out, "x_seconds");
-  CHECK(out == "x_seconds_bucket{le=\"0.1\"} 2\nx_seconds_bucket{le=\"1\"} 3\nx_seconds_bucket{le=\"+Inf\"} 4\n"
-               "x_seconds_sum 7.65\nx_seconds_count 4\n");
+  CHECK(out ==
+        "x_seconds_bucket{le=\"0.1\"} 2\nx_seconds_bucket{le=\"1\"} 3\nx_seconds_bucket{le=\"+Inf\"} 4\n"
+        "x_seconds_sum 7.65\nx_seconds_count 4\n");
   CHECK(baton::api::escape_label("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
 }
 
 TEST_CASE("structured output and tool fields are parsed into a grammar, tools and tool_choice", "[api]") {
   auto chat = [](const std::string& extra) {
-    return parse_generation_request(R"({"messages":[{"role":"user","content":"hi"}],)" + extra + "}", Endpoint::kChat, 1);
+    return parse_generation_request(R"({"messages":[{"role":"user","content":"hi"}],)" + extra + "}", Endpoint::kChat,
+                                    1);
   };
   CHECK(chat(R"("response_format":{"type":"json_object"})").grammar.find("root ::=") != std::string::npos);
   auto r = chat(R"("response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"integer"}}})");
   CHECK(r.grammar.find("root ::= integer") != std::string::npos);
-  r = chat(R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"integer"}}}}}],"tool_choice":"required")");
+  r = chat(
+      R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"integer"}}}}}],"tool_choice":"required")");
   REQUIRE(r.tools.size() == 1);
   CHECK(r.tools[0].name == "f");
   CHECK(r.tools[0].parameters.find("\"z\"") < r.tools[0].parameters.find("\"a\""));  // property order kept
   CHECK(r.tool_choice.mode == baton::ToolChoice::Mode::kRequired);
-  r = chat(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}})");
+  r = chat(
+      R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}})");
   CHECK(r.tool_choice.mode == baton::ToolChoice::Mode::kNamed);
   r = chat(R"("tool_choice":"none")");
   CHECK(r.tool_choice.mode == baton::ToolChoice::Mode::kNone);
-  r = parse_generation_request(R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}]})",
-                               Endpoint::kChat, 1);
+  r = parse_generation_request(
+      R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}]})",
+      Endpoint::kChat, 1);
   REQUIRE(r.messages.size() == 3);
   REQUIRE(r.messages[1].tool_calls.size() == 1);
   CHECK(r.messages[1].tool_calls[0].arguments == "{\"a\":1}");

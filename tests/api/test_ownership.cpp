@@ -52,7 +52,7 @@ std::string two_node_yaml(const std::string& model, uint16_t port1, uint16_t por
 
 ShellResult run_engine_run(const std::string& yaml, const std::string& extra) {
   return run_shell(fmt::format("{}/bin/engine-run --config {} -t 1 -n 4 --temp 0 -p 'Once upon a time' {} 2>&1",
-                                 binary_dir(), yaml, extra));
+                               binary_dir(), yaml, extra));
 }
 
 // engine-worker node-02 at 127.0.0.1:PORT (a worker restarted at the same address); stderr to a
@@ -104,7 +104,8 @@ TEST_CASE("a worker belongs to one coordinator: another is refused naming the ho
   auto taken = run_engine_run(yaml, "--take-over");
   INFO(taken.out);
   CHECK(taken.status == 0);
-  CHECK(eventually_true([&] { return serving.output().find("taken over by coordinator 'engine-run pid") != std::string::npos; }));
+  CHECK(eventually_true(
+      [&] { return serving.output().find("taken over by coordinator 'engine-run pid") != std::string::npos; }));
   // engine-run has exited (its hold ended): the serving coordinator reloads and serves again.
   CHECK(eventually_true([&] { return health(serving.port()).first == 200; }, 20000ms));
   auto back = post_completion(serving.port());
@@ -127,7 +128,8 @@ TEST_CASE("a displaced coordinator answers 503 with the reason while another hol
   CHECK(eventually_true([&] { return health(first.port()).first == 503; }));
   // The refusal follows /health within the repairer's 50 ms poll.
   std::this_thread::sleep_for(200ms);
-  CHECK(eventually_true([&] { return first.output().find("taken over by coordinator 'engine-coordinator pid") != std::string::npos; }));
+  CHECK(eventually_true(
+      [&] { return first.output().find("taken over by coordinator 'engine-coordinator pid") != std::string::npos; }));
   const auto [status, body] = health(first.port());
   INFO(body);
   CHECK(status == 503);
@@ -148,7 +150,8 @@ TEST_CASE("a displaced coordinator answers 503 with the reason while another hol
   CHECK(first.terminate() == 0);
 }
 
-TEST_CASE("a static cluster reconnects and reloads a worker restarted at the same address and answers 503 meanwhile", "[api]") {
+TEST_CASE("a static cluster reconnects and reloads a worker restarted at the same address and answers 503 meanwhile",
+          "[api]") {
   const std::string model = stories_path();
   const uint16_t port2 = 42202;  // fixed, so the restarted worker comes back at the same address
   WorkerProcess w1("node-01", model, {"--insecure"});

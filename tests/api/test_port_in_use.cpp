@@ -13,8 +13,15 @@ using namespace baton::test;
 TEST_CASE("a second engine-coordinator on a port in use fails with address in use", "[api]") {
   const std::string port = "42101";  // this test's own port (tests of issue 29 use 42000-42999)
   auto args = [&] {
-    return std::vector<std::string>{binary_dir() + "/bin/engine-coordinator", "--model", stories_path(), "-t", "1",
-                                    "--host", "127.0.0.1", "--port", port};
+    return std::vector<std::string>{binary_dir() + "/bin/engine-coordinator",
+                                    "--model",
+                                    stories_path(),
+                                    "-t",
+                                    "1",
+                                    "--host",
+                                    "127.0.0.1",
+                                    "--port",
+                                    port};
   };
   ProcessOptions po;
   po.merge_stderr = true;

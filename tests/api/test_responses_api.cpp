@@ -41,16 +41,18 @@ std::vector<std::pair<std::string, json>> responses_events(const std::string& bo
 TEST_CASE("POST /v1/responses answers with OpenAI's response object and the chat completion's greedy text", "[api]") {
   LocalServer server;
   const json chat = post_json_expecting(server.port(), "/v1/chat/completions",
-                              {{"messages", {{{"role", "system"}, {"content", "You tell stories."}},
-                                             {{"role", "user"}, {"content", "Tell me about a cat."}}}},
-                               {"max_tokens", 10},
-                               {"temperature", 0}});
-  const json r = post_json_expecting(server.port(), "/v1/responses",
-                           {{"model", "x"},
-                            {"instructions", "You tell stories."},
-                            {"input", {{{"role", "user"}, {"content", {{{"type", "input_text"}, {"text", "Tell me about a cat."}}}}}}},
-                            {"max_output_tokens", 10},
-                            {"temperature", 0}});
+                                        {{"messages",
+                                          {{{"role", "system"}, {"content", "You tell stories."}},
+                                           {{"role", "user"}, {"content", "Tell me about a cat."}}}},
+                                         {"max_tokens", 10},
+                                         {"temperature", 0}});
+  const json r = post_json_expecting(
+      server.port(), "/v1/responses",
+      {{"model", "x"},
+       {"instructions", "You tell stories."},
+       {"input", {{{"role", "user"}, {"content", {{{"type", "input_text"}, {"text", "Tell me about a cat."}}}}}}},
+       {"max_output_tokens", 10},
+       {"temperature", 0}});
   CHECK(r["object"] == "response");
   CHECK(r["id"].get<std::string>().starts_with("resp_"));
   CHECK(r["created_at"].is_number_integer());
@@ -76,12 +78,14 @@ TEST_CASE("POST /v1/responses answers with OpenAI's response object and the chat
   CHECK(r["usage"]["input_tokens_details"]["cached_tokens"] == 0);
 
   // A plain string input is one user message; a stop string ends it as "completed".
-  const json plain = post_json_expecting(server.port(), "/v1/responses", {{"input", "Tell me about a cat."}, {"max_output_tokens", 10}, {"temperature", 0}});
+  const json plain =
+      post_json_expecting(server.port(), "/v1/responses",
+                          {{"input", "Tell me about a cat."}, {"max_output_tokens", 10}, {"temperature", 0}});
   const std::string text = plain["output"][0]["content"][0]["text"];
   REQUIRE(text.size() > 4);
-  const json stopped = post_json_expecting(server.port(), "/v1/responses",
-                                 {{"input", "Tell me about a cat."}, {"max_output_tokens", 10}, {"temperature", 0},
-                                  {"stop", text.substr(3, 2)}});
+  const json stopped = post_json_expecting(
+      server.port(), "/v1/responses",
+      {{"input", "Tell me about a cat."}, {"max_output_tokens", 10}, {"temperature", 0}, {"stop", text.substr(3, 2)}});
   CHECK(stopped["status"] == "completed");
   CHECK(stopped["incomplete_details"].is_null());
   CHECK(stopped["output"][0]["status"] == "completed");
@@ -131,7 +135,8 @@ TEST_CASE("a streamed response sends the Responses events in order and adds up t
   CHECK(final["id"] == events[0].second["response"]["id"]);
 }
 
-TEST_CASE("/v1/responses refuses stored state, non-text input and non-function tools with a 400 naming the field", "[api]") {
+TEST_CASE("/v1/responses refuses stored state, non-text input and non-function tools with a 400 naming the field",
+          "[api]") {
   LocalServer server;
   const auto refused = [&](json body, const std::string& param) {
     body["input"] = body.value("input", json("Hi"));
@@ -161,6 +166,11 @@ TEST_CASE("/v1/responses refuses stored state, non-text input and non-function t
   CHECK(no_input["error"]["param"] == "input");
   // Accepted as OpenAI's clients send them: store false, empty tools, text format "text".
   post_json_expecting(server.port(), "/v1/responses",
-            {{"input", "Hi"}, {"max_output_tokens", 2}, {"store", false}, {"tools", json::array()},
-             {"tool_choice", "auto"}, {"text", {{"format", {{"type", "text"}}}}}, {"metadata", {{"k", "v"}}}});
+                      {{"input", "Hi"},
+                       {"max_output_tokens", 2},
+                       {"store", false},
+                       {"tools", json::array()},
+                       {"tool_choice", "auto"},
+                       {"text", {{"format", {{"type", "text"}}}}},
+                       {"metadata", {{"k", "v"}}}});
 }

@@ -41,10 +41,15 @@ std::string streamed_response_text(int port, json body) {
 
 TEST_CASE("a 2-worker cluster answers /v1/responses and /completion exactly like one process", "[api]") {
   const std::string model = stories_path();
-  const json responses = {{"instructions", "You tell stories."}, {"input", "Tell me about a frog."},
-                          {"max_output_tokens", 14}, {"temperature", 0}};
-  const json completion = {{"prompt", "Lily went to the park and"}, {"n_predict", 14}, {"temperature", 0},
-                           {"n_probs", 2}, {"return_tokens", true}};
+  const json responses = {{"instructions", "You tell stories."},
+                          {"input", "Tell me about a frog."},
+                          {"max_output_tokens", 14},
+                          {"temperature", 0}};
+  const json completion = {{"prompt", "Lily went to the park and"},
+                           {"n_predict", 14},
+                           {"temperature", 0},
+                           {"n_probs", 2},
+                           {"return_tokens", true}};
   json want_responses, want_completion;
   std::string want_stream;
   {

@@ -74,12 +74,16 @@ json forced_weather(bool stream) {
   return json{{"input", "What is the weather in Paris?"},
               {"tools", json::array({responses_weather_tool()})},
               {"tool_choice", {{"type", "function"}, {"name", "get_weather"}}},
-              {"max_output_tokens", 300}, {"temperature", 0.8}, {"seed", 3}, {"stream", stream}};
+              {"max_output_tokens", 300},
+              {"temperature", 0.8},
+              {"seed", 3},
+              {"stream", stream}};
 }
 
 }  // namespace
 
-TEST_CASE("a forced call through /v1/responses is a function_call item whose arguments match the schema", "[api][grammar]") {
+TEST_CASE("a forced call through /v1/responses is a function_call item whose arguments match the schema",
+          "[api][grammar]") {
   LocalServer server;
   const json r = post_responses(server.port(), forced_weather(false));
   CHECK(r["status"] == "completed");
@@ -133,12 +137,16 @@ TEST_CASE("a streamed forced call through /v1/responses sends the function_call 
 TEST_CASE("function_call and function_call_output input items go back into the prompt", "[api][grammar]") {
   LocalServer server;
   const json call = post_responses(server.port(), forced_weather(false))["output"][0];
-  json next = {{"input", {{{"role", "user"}, {"content", "What is the weather in Paris?"}},
-                          {{"type", "function_call"}, {"call_id", call["call_id"]}, {"name", "get_weather"},
-                           {"arguments", call["arguments"]}},
-                          {{"type", "function_call_output"}, {"call_id", call["call_id"]}, {"output", "Sunny, 21 C"}}}},
+  json next = {{"input",
+                {{{"role", "user"}, {"content", "What is the weather in Paris?"}},
+                 {{"type", "function_call"},
+                  {"call_id", call["call_id"]},
+                  {"name", "get_weather"},
+                  {"arguments", call["arguments"]}},
+                 {{"type", "function_call_output"}, {"call_id", call["call_id"]}, {"output", "Sunny, 21 C"}}}},
                {"tools", json::array({responses_weather_tool()})},
-               {"max_output_tokens", 4}, {"temperature", 0}};
+               {"max_output_tokens", 4},
+               {"temperature", 0}};
   const json r = post_responses(server.port(), next);
   REQUIRE(r["output"].size() >= 1);
   const json first_usage = r["usage"];
@@ -159,9 +167,13 @@ TEST_CASE("text.format json_schema and json_object constrain the /v1/responses t
       "name": {"type": "string", "maxLength": 10}, "age": {"type": "integer"}, "indoor": {"type": "boolean"}},
     "required": ["name", "age", "indoor"], "additionalProperties": false})");
   for (bool stream : {false, true}) {
-    json body = {{"input", "Describe a cat."}, {"max_output_tokens", 300}, {"temperature", 0.7}, {"seed", 11},
-                 {"stream", stream},
-                 {"text", {{"format", {{"type", "json_schema"}, {"name", "cat"}, {"schema", schema}, {"strict", true}}}}}};
+    json body = {
+        {"input", "Describe a cat."},
+        {"max_output_tokens", 300},
+        {"temperature", 0.7},
+        {"seed", 11},
+        {"stream", stream},
+        {"text", {{"format", {{"type", "json_schema"}, {"name", "cat"}, {"schema", schema}, {"strict", true}}}}}};
     std::string text;
     if (stream) {
       const auto events = stream_events_of(post_responses_stream(server.port(), body));
@@ -182,15 +194,20 @@ TEST_CASE("text.format json_schema and json_object constrain the /v1/responses t
     CHECK(v["indoor"].is_boolean());
     CHECK(v.size() == 3);
   }
-  const json obj = post_responses(server.port(), {{"input", "Describe a cat."}, {"max_output_tokens", 200},
-                                                  {"temperature", 0.7}, {"seed", 2},
+  const json obj = post_responses(server.port(), {{"input", "Describe a cat."},
+                                                  {"max_output_tokens", 200},
+                                                  {"temperature", 0.7},
+                                                  {"seed", 2},
                                                   {"text", {{"format", {{"type", "json_object"}}}}}});
-  if (obj["status"] == "completed") CHECK(json::parse(obj["output"][0]["content"][0]["text"].get<std::string>()).is_object());
+  if (obj["status"] == "completed")
+    CHECK(json::parse(obj["output"][0]["content"][0]["text"].get<std::string>()).is_object());
   // A construct the grammar cannot express names Responses' field.
-  const json bad = post_responses(server.port(),
-                                  {{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}, {"name", "x"},
-                                                                         {"schema", {{"type", "string"}, {"pattern", "^a"}}}}}}}},
-                                  400);
+  const json bad = post_responses(
+      server.port(),
+      {{"input", "x"},
+       {"text",
+        {{"format", {{"type", "json_schema"}, {"name", "x"}, {"schema", {{"type", "string"}, {"pattern", "^a"}}}}}}}},
+      400);
   CHECK(bad["error"]["param"] == "text.format.schema");
   CHECK(bad["error"]["message"].get<std::string>().find("'pattern'") != std::string::npos);
 }

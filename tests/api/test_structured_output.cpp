@@ -36,10 +36,12 @@ const json kWeatherParams = json::parse(R"({"type": "object", "properties": {
   "required": ["city", "unit"]})");
 
 json tools() {
-  return json::array({json{{"type", "function"},
-                           {"function", {{"name", "get_weather"}, {"description", "Weather in a city"}, {"parameters", kWeatherParams}}}},
-                      json{{"type", "function"},
-                           {"function", {{"name", "add"}, {"parameters", json::parse(R"({"type": "object", "properties": {
+  return json::array(
+      {json{{"type", "function"},
+            {"function",
+             {{"name", "get_weather"}, {"description", "Weather in a city"}, {"parameters", kWeatherParams}}}},
+       json{{"type", "function"},
+            {"function", {{"name", "add"}, {"parameters", json::parse(R"({"type": "object", "properties": {
                                "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]})")}}}}});
 }
 
@@ -60,7 +62,10 @@ json forced_weather_request(bool stream, double temperature) {
   return json{{"messages", {{{"role", "user"}, {"content", "What is the weather in Paris?"}}}},
               {"tools", tools()},
               {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}},
-              {"max_tokens", 400}, {"temperature", temperature}, {"seed", 7}, {"stream", stream}};
+              {"max_tokens", 400},
+              {"temperature", temperature},
+              {"seed", 7},
+              {"stream", stream}};
 }
 
 void check_forced_call(int port) {
@@ -123,13 +128,18 @@ TEST_CASE("a forced tool call in the Llama 3 syntax, streamed as delta.tool_call
   check_weather_arguments(arguments);
   // The same greedy answer as the whole response.
   json whole = post_json(s.port(), "/v1/chat/completions", forced_weather_request(false, 0.0));
-  CHECK(json::parse(arguments) == json::parse(whole["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()));
+  CHECK(json::parse(arguments) ==
+        json::parse(whole["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()));
 }
 
-TEST_CASE("tool_choice none and auto with tools answer (no 400), and tool results go back into the prompt", "[api][grammar]") {
+TEST_CASE("tool_choice none and auto with tools answer (no 400), and tool results go back into the prompt",
+          "[api][grammar]") {
   LocalServer s;
-  json req = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"tools", tools()}, {"tool_choice", "none"},
-              {"max_tokens", 8}, {"temperature", 0}};
+  json req = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+              {"tools", tools()},
+              {"tool_choice", "none"},
+              {"max_tokens", 8},
+              {"temperature", 0}};
   json r = post_json(s.port(), "/v1/chat/completions", req);
   CHECK(r["choices"][0]["message"]["content"].is_string());
   CHECK_FALSE(r["choices"][0]["message"].contains("tool_calls"));
@@ -137,12 +147,19 @@ TEST_CASE("tool_choice none and auto with tools answer (no 400), and tool result
   post_json(s.port(), "/v1/chat/completions", req);
 
   // A conversation with an earlier call and its result.
-  json history = {{"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}},
-                                {{"role", "assistant"}, {"content", nullptr},
-                                 {"tool_calls", {{{"id", "call_1"}, {"type", "function"},
-                                                  {"function", {{"name", "get_weather"}, {"arguments", R"({"city":"Oslo","unit":"celsius"})"}}}}}}},
-                                {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "3 degrees"}}}},
-                  {"tools", tools()}, {"max_tokens", 4}, {"temperature", 0}};
+  json history = {
+      {"messages",
+       {{{"role", "user"}, {"content", "Weather in Oslo?"}},
+        {{"role", "assistant"},
+         {"content", nullptr},
+         {"tool_calls",
+          {{{"id", "call_1"},
+            {"type", "function"},
+            {"function", {{"name", "get_weather"}, {"arguments", R"({"city":"Oslo","unit":"celsius"})"}}}}}}},
+        {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "3 degrees"}}}},
+      {"tools", tools()},
+      {"max_tokens", 4},
+      {"temperature", 0}};
   json h = post_json(s.port(), "/v1/chat/completions", history);
   history.erase("tools");
   json without_tools = post_json(s.port(), "/v1/chat/completions", history);
@@ -158,9 +175,13 @@ TEST_CASE("response_format json_schema and json_object constrain the content", "
       "tags": {"type": "array", "items": {"enum": ["fun", "sad"]}, "maxItems": 2}},
     "required": ["title", "rating", "tags"], "additionalProperties": false})");
   for (double temperature : {0.0, 0.8}) {
-    json req = {{"messages", {{{"role", "user"}, {"content", "Rate a story."}}}},
-                {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "review"}, {"schema", schema}, {"strict", true}}}}},
-                {"max_tokens", 300}, {"temperature", temperature}, {"seed", 3}};
+    json req = {
+        {"messages", {{{"role", "user"}, {"content", "Rate a story."}}}},
+        {"response_format",
+         {{"type", "json_schema"}, {"json_schema", {{"name", "review"}, {"schema", schema}, {"strict", true}}}}},
+        {"max_tokens", 300},
+        {"temperature", temperature},
+        {"seed", 3}};
     json r = post_json(s.port(), "/v1/chat/completions", req);
     CHECK(r["choices"][0]["finish_reason"] == "stop");
     const std::string content = r["choices"][0]["message"]["content"];
@@ -173,8 +194,10 @@ TEST_CASE("response_format json_schema and json_object constrain the content", "
   }
   // json_object: any object; the generation is cut by max_tokens only if the model never closes
   // it, so only a finished one is parsed.
-  json req = {{"messages", {{{"role", "user"}, {"content", "JSON please"}}}}, {"response_format", {{"type", "json_object"}}},
-              {"max_tokens", 200}, {"temperature", 0}};
+  json req = {{"messages", {{{"role", "user"}, {"content", "JSON please"}}}},
+              {"response_format", {{"type", "json_object"}}},
+              {"max_tokens", 200},
+              {"temperature", 0}};
   json r = post_json(s.port(), "/v1/chat/completions", req);
   const std::string content = r["choices"][0]["message"]["content"];
   INFO(content);
@@ -182,10 +205,14 @@ TEST_CASE("response_format json_schema and json_object constrain the content", "
   if (r["choices"][0]["finish_reason"] == "stop") CHECK(json::parse(content).is_object());
 }
 
-TEST_CASE("llama-server's grammar and json_schema fields on /v1/completions, and greedy takes the best allowed token", "[api][grammar]") {
+TEST_CASE("llama-server's grammar and json_schema fields on /v1/completions, and greedy takes the best allowed token",
+          "[api][grammar]") {
   LocalServer s;
-  json req = {{"prompt", "Once upon a time"}, {"grammar", "root ::= (\"yes\" | \"no\" | \"maybe\") \".\""},
-              {"max_tokens", 20}, {"temperature", 0}, {"logprobs", 3}};
+  json req = {{"prompt", "Once upon a time"},
+              {"grammar", "root ::= (\"yes\" | \"no\" | \"maybe\") \".\""},
+              {"max_tokens", 20},
+              {"temperature", 0},
+              {"logprobs", 3}};
   json r = post_json(s.port(), "/v1/completions", req);
   const std::string text = r["choices"][0]["text"];
   CHECK((text == "yes." || text == "no." || text == "maybe."));
@@ -199,7 +226,8 @@ TEST_CASE("llama-server's grammar and json_schema fields on /v1/completions, and
     // may overwrite the chosen one's entry.
     CHECK(lp["token_logprobs"][i].get<float>() >= best);
   }
-  json js = {{"prompt", "Once upon a time"}, {"json_schema", {{"type", "integer"}}}, {"max_tokens", 30}, {"temperature", 0}};
+  json js = {
+      {"prompt", "Once upon a time"}, {"json_schema", {{"type", "integer"}}}, {"max_tokens", 30}, {"temperature", 0}};
   json rj = post_json(s.port(), "/v1/completions", js);
   const std::string t = rj["choices"][0]["text"];
   INFO(t);
@@ -214,7 +242,8 @@ TEST_CASE("constraints that cannot be enforced are 400s naming the construct", "
     return e["error"];
   };
   json bad_schema = chat;
-  bad_schema["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", {{"type", "string"}, {"pattern", "a+"}}}}}};
+  bad_schema["response_format"] = {
+      {"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", {{"type", "string"}, {"pattern", "a+"}}}}}};
   json e = error_of("/v1/chat/completions", bad_schema);
   CHECK_THAT(e["message"].get<std::string>(), Catch::Contains("'pattern'"));
   CHECK(e["param"] == "response_format.json_schema.schema");
@@ -230,8 +259,11 @@ TEST_CASE("constraints that cannot be enforced are 400s naming the construct", "
   CHECK(error_of("/v1/chat/completions", unknown_tool)["param"] == "tool_choice");
 
   json bad_tool_schema = chat;
-  bad_tool_schema["tools"] = json::array({json{{"type", "function"}, {"function", {{"name", "f"},
-      {"parameters", {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"minimum", 3}}}}}}}}}}});
+  bad_tool_schema["tools"] = json::array(
+      {json{{"type", "function"},
+            {"function",
+             {{"name", "f"},
+              {"parameters", {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"minimum", 3}}}}}}}}}}});
   bad_tool_schema["tool_choice"] = "required";
   e = error_of("/v1/chat/completions", bad_tool_schema);
   CHECK_THAT(e["message"].get<std::string>(), Catch::Contains("function 'f'"));
@@ -244,7 +276,8 @@ TEST_CASE("constraints that cannot be enforced are 400s naming the construct", "
   CHECK(error_of("/v1/chat/completions", unknown_format)["param"] == "response_format.type");
 }
 
-TEST_CASE("a forced tool call through a 2-worker cluster equals one process's (the mask is applied in the coordinator)", "[api][grammar]") {
+TEST_CASE("a forced tool call through a 2-worker cluster equals one process's (the mask is applied in the coordinator)",
+          "[api][grammar]") {
   const std::string model = stories_path();
   const json req = forced_weather_request(false, 0.0);
   json want;

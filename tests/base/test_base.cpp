@@ -22,9 +22,9 @@ TEST_CASE("fp16 round trip is exact for every half value that is not NaN") {
 TEST_CASE("fp32 to fp16 rounds to nearest even") {
   CHECK(fp32_to_fp16(1.0f) == 0x3C00);
   CHECK(fp32_to_fp16(65504.0f) == 0x7BFF);
-  CHECK(fp32_to_fp16(1e6f) == 0x7C00);  // overflow -> inf
-  CHECK(fp32_to_fp16(1.0f + 1.0f / 2048) == 0x3C00);        // tie rounds to even (down)
-  CHECK(fp32_to_fp16(1.0f + 3.0f / 2048) == 0x3C02);        // tie rounds to even (up)
+  CHECK(fp32_to_fp16(1e6f) == 0x7C00);                // overflow -> inf
+  CHECK(fp32_to_fp16(1.0f + 1.0f / 2048) == 0x3C00);  // tie rounds to even (down)
+  CHECK(fp32_to_fp16(1.0f + 3.0f / 2048) == 0x3C02);  // tie rounds to even (up)
 }
 
 TEST_CASE("bf16 conversion rounds to nearest even and keeps NaN") {
@@ -50,6 +50,4 @@ TEST_CASE("the ggml type table knows every common type and refuses removed ids")
   CHECK(parse_ggml_type("Q4_K") == GgmlType::kQ4_K);
 }
 
-TEST_CASE("the fixture directory exists") {
-  CHECK_NOTHROW(shared_path("models/stories260K.gguf"));
-}
+TEST_CASE("the fixture directory exists") { CHECK_NOTHROW(shared_path("models/stories260K.gguf")); }

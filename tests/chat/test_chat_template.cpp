@@ -98,17 +98,14 @@ TEST_CASE("families without a llama.cpp reference vector follow its formatting r
 TEST_CASE("the distinctive substrings of the remaining families are recognised") {
   const std::string zephyr = "{{ '<|user|>\\n' + message['content'] + '<|endoftext|>' }}";
   CHECK(ChatTemplate::detect(zephyr)->name() == "zephyr");
-  CHECK(ChatTemplate::detect("{{ '<|user|>' }}{{ '<|assistant|>' }}{{ '</s>' }}")->name() ==
-        "falcon3");
+  CHECK(ChatTemplate::detect("{{ '<|user|>' }}{{ '<|assistant|>' }}{{ '</s>' }}")->name() == "falcon3");
   CHECK(ChatTemplate::detect("{{ '[INST] <<SYS>>\\n' + system }}")->name() == "llama2-sys");
   CHECK(ChatTemplate::detect("<|header_start|>user<|header_end|>")->name() == "llama4");
   CHECK(ChatTemplate::detect("[|system|]x[|assistant|]y[|endofturn|]")->name() == "exaone3");
-  CHECK(ChatTemplate::detect("<｜User｜>a<｜Assistant｜>b<｜end▁of▁sentence｜>")->name() ==
-        "deepseek3");
+  CHECK(ChatTemplate::detect("<｜User｜>a<｜Assistant｜>b<｜end▁of▁sentence｜>")->name() == "deepseek3");
   // Precedence follows llama.cpp: <|im_start|> wins over everything, [INST] over <<SYS>> alone.
   CHECK(ChatTemplate::detect("<|im_start|>[INST]<start_of_turn>")->name() == "chatml");
-  CHECK(ChatTemplate::detect("<start_of_turn>user<|start_header_id|><|end_header_id|>")->name() ==
-        "gemma");
+  CHECK(ChatTemplate::detect("<start_of_turn>user<|start_header_id|><|end_header_id|>")->name() == "gemma");
 }
 
 TEST_CASE("a family is selectable by each of its names and the name round-trips") {
@@ -143,8 +140,7 @@ TEST_CASE("the phi-3 vocabulary fixture's chat template is detected as phi3") {
   const auto file = gguf::GgufFile::open(shared_path("models/vocab/ggml-vocab-phi-3.gguf"));
   const ChatTemplate tmpl = ChatTemplate::from_metadata(file->metadata());
   CHECK(tmpl.name() == "phi3");
-  CHECK(tmpl.apply(std::vector<ChatMessage>{{"user", "Hi"}}, true) ==
-        "<|user|>\nHi<|end|>\n<|assistant|>\n");
+  CHECK(tmpl.apply(std::vector<ChatMessage>{{"user", "Hi"}}, true) == "<|user|>\nHi<|end|>\n<|assistant|>\n");
 }
 
 TEST_CASE("the qwen2 tokenizer_config.json chat template is detected as chatml") {

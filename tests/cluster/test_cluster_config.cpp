@@ -46,9 +46,9 @@ TEST_CASE("a missing layer is named together with the gap") {
   std::string text = kTwoNodes;
   text.replace(text.find("[2, 3]"), 6, "[3, 3]");
   // Issue 29: the nodes around the gap are named ("layers 2 are not assigned" named none).
-  CHECK_THAT(error_of(text), Catch::Contains(
-                                 "layer 2 (after node node-01 (layers 0-1), before node node-02 (layers 3-3)) is not "
-                                 "assigned to any node"));
+  CHECK_THAT(error_of(text),
+             Catch::Contains("layer 2 (after node node-01 (layers 0-1), before node node-02 (layers 3-3)) is not "
+                             "assigned to any node"));
 }
 
 TEST_CASE("a doubly assigned layer names both nodes") {
@@ -58,7 +58,8 @@ TEST_CASE("a doubly assigned layer names both nodes") {
 }
 
 TEST_CASE("layers beyond the model are refused naming the node") {
-  CHECK_THAT(error_of(kTwoNodes, 3), Catch::Contains("node-02 (line 7) has layers [2, 3] but the model has layers 0..2"));
+  CHECK_THAT(error_of(kTwoNodes, 3),
+             Catch::Contains("node-02 (line 7) has layers [2, 3] but the model has layers 0..2"));
 }
 
 TEST_CASE("duplicate ids and addresses are refused with their lines") {
@@ -92,8 +93,9 @@ cluster:
 TEST_CASE("type errors name the line and field") {
   CHECK_THROWS_WITH(parse("model: m\ncluster:\n  insecure: true\n  nodes:\n    - { id: a, host: h, port: eighty }\n"),
                     Catch::Contains("cluster.yaml:5: cluster.nodes[0].port must be a port number"));
-  CHECK_THROWS_WITH(parse("model: m\ncluster:\n  insecure: true\n  nodes:\n    - { id: a, host: h, port: 1, layer: [0,1] }\n"),
-                    Catch::Contains("unknown field 'layer'"));
+  CHECK_THROWS_WITH(
+      parse("model: m\ncluster:\n  insecure: true\n  nodes:\n    - { id: a, host: h, port: 1, layer: [0,1] }\n"),
+      Catch::Contains("unknown field 'layer'"));
   CHECK_THROWS_WITH(parse("model: m\ncluster: {nodes: [], insecure: true\n"), Catch::Contains("invalid YAML"));
   CHECK_THROWS_WITH(parse("model: m\ncluster:\n  nodes: auto\n"), Catch::Contains("secret_file is missing"));
 }

@@ -73,7 +73,8 @@ TEST_CASE("engine-run -cnv --config: Ctrl-C stops the reply, not the program", "
   chat->write_stdin("Tell me a long story.\n");
   REQUIRE(chat->wait_for_output(" ", 30s));  // the reply is streaming
   chat->signal(SIGINT);
-  const bool stopped = baton::test::eventually_true([&] { return chat->error_output().find(", stopped]") != std::string::npos; }, 20s);
+  const bool stopped =
+      baton::test::eventually_true([&] { return chat->error_output().find(", stopped]") != std::string::npos; }, 20s);
   INFO("stdout: " << chat->output() << "\nstderr: " << chat->error_output());
   REQUIRE(stopped);
   chat->write_stdin("Hi\n");

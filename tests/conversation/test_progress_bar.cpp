@@ -75,8 +75,8 @@ TEST_CASE("engine-run draws a progress bar on a terminal and prints the same tex
   std::string prompt = "Once upon a time there was a little girl who liked to play in the park with her friends.";
   prompt += prompt;
   // -b 8: the prompt is many chunks, so the prompt bar moves through several steps.
-  const std::vector<std::string> args = {engine_run, "-m", model, "-p", prompt, "-n", "16", "--temp", "0",
-                                         "-t", "1", "-b", "8", "--log-level", "warn"};
+  const std::vector<std::string> args = {engine_run, "-m", model, "-p", prompt, "-n",          "16",  "--temp",
+                                         "0",        "-t", "1",   "-b", "8",    "--log-level", "warn"};
   int rc = 0;
   const std::string terminal = run_on_terminal(args, rc);
   INFO("terminal output: " << terminal);

@@ -41,13 +41,15 @@ TEST_CASE("workers with one identical --host 0.0.0.0 --join command line adverti
       "model: {}\ncluster:\n  master: {{ host: 127.0.0.1, port: {} }}\n  insecure: true\n  nodes: auto\n"
       "  min_nodes: 2\n  join_timeout: 30\n",
       model, http);
-  baton::test::Process coordinator({bin + "engine-coordinator", "--config", yaml, "-t", "1", "--slots", "1", "-c", "128"},
-                                   {.stderr_path = dir + "/coordinator.log"});
+  baton::test::Process coordinator(
+      {bin + "engine-coordinator", "--config", yaml, "-t", "1", "--slots", "1", "-c", "128"},
+      {.stderr_path = dir + "/coordinator.log"});
   const bool listening = coordinator.wait_for_output("listening on http://", 60s);
   INFO(coordinator.error_output());
   REQUIRE(listening);
 
-  const auto status = baton::test::run_shell(fmt::format("{}engine-ctl status --coordinator 127.0.0.1:{} 2>&1", bin, http));
+  const auto status =
+      baton::test::run_shell(fmt::format("{}engine-ctl status --coordinator 127.0.0.1:{} 2>&1", bin, http));
   INFO(status.out);
   CHECK(status.status == 0);
   // Before: the workers announced --host, "0.0.0.0:PORT", an address no other machine can dial.
@@ -59,8 +61,8 @@ TEST_CASE("workers with one identical --host 0.0.0.0 --join command line adverti
 
   httplib::Client client("127.0.0.1", http);
   client.set_read_timeout(60, 0);
-  const auto res = client.Post("/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0})",
-                               "application/json");
+  const auto res = client.Post(
+      "/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0})", "application/json");
   REQUIRE(res);
   CHECK(res->status == 200);
   CHECK(coordinator.terminate(5000ms) == 0);

@@ -41,12 +41,12 @@ TEST_CASE("inventory-to-config turns a TSV with layers into a fixed cluster.yaml
   const std::string model = baton::test::shared_path("models/stories260K.gguf");
   const int64_t n = stories_n_layer();
   REQUIRE(n >= 2);
-  const std::string inv = write_inventory(
-      dir, "inventory.tsv",
-      "# id\thost\tmemory\tlayers\tport\n"
-      "node-01\t10.0.0.11\t16GiB\t0-0\t8010\n"
-      "# a comment line\n"
-      "node-02\t10.0.0.12\t8192 MiB\t1-" + std::to_string(n - 1) + "\t9000\n");
+  const std::string inv = write_inventory(dir, "inventory.tsv",
+                                          "# id\thost\tmemory\tlayers\tport\n"
+                                          "node-01\t10.0.0.11\t16GiB\t0-0\t8010\n"
+                                          "# a comment line\n"
+                                          "node-02\t10.0.0.12\t8192 MiB\t1-" +
+                                              std::to_string(n - 1) + "\t9000\n");
   const auto r = baton::test::run_shell(ctl_path() + " inventory-to-config " + inv + " --model " + model +
                                         " --master 10.0.0.10:8021 -o " + dir + "/cluster.yaml 2>&1");
   INFO(r.out);
@@ -124,8 +124,9 @@ TEST_CASE("a cluster.yaml generated from an inventory passes engine-ctl doctor a
     REQUIRE(line);
     table += id + ",127.0.0.1," + line->substr(line->rfind(':') + 1) + ",1GiB\n";
   }
-  const auto gen = baton::test::run_shell(ctl_path() + " inventory-to-config " + write_inventory(dir, "inv.csv", table) +
-                                          " --model " + model + " --insecure -o " + dir + "/cluster.yaml 2>&1");
+  const auto gen =
+      baton::test::run_shell(ctl_path() + " inventory-to-config " + write_inventory(dir, "inv.csv", table) +
+                             " --model " + model + " --insecure -o " + dir + "/cluster.yaml 2>&1");
   INFO(table << gen.out);
   REQUIRE(gen.status == 0);
   const auto doctor = baton::test::run_shell(ctl_path() + " doctor " + dir + "/cluster.yaml 2>&1");

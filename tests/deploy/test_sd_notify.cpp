@@ -70,10 +70,10 @@ std::string notify_tool(const std::string& name) {
 
 TEST_CASE("engine-worker sends READY=1 to NOTIFY_SOCKET once it listens, STOPPING=1 on SIGTERM") {
   NotifySocketStandIn systemd;
-  baton::test::Process worker({"/usr/bin/env", "NOTIFY_SOCKET=" + systemd.path(), notify_tool("engine-worker"),
-                               "--host", "127.0.0.1", "--port", "0", "--node-id", "notify-01", "--model",
-                               baton::test::shared_path("models/stories260K.gguf"), "--insecure"},
-                              notify_merged_output());
+  baton::test::Process worker(
+      {"/usr/bin/env", "NOTIFY_SOCKET=" + systemd.path(), notify_tool("engine-worker"), "--host", "127.0.0.1", "--port",
+       "0", "--node-id", "notify-01", "--model", baton::test::shared_path("models/stories260K.gguf"), "--insecure"},
+      notify_merged_output());
   const std::string ready = systemd.wait_for("READY=1", std::chrono::seconds(30));
   INFO(worker.output());
   REQUIRE_THAT(ready, Catch::Contains("READY=1") && Catch::Contains("STATUS=listening on 127.0.0.1:"));
@@ -86,10 +86,10 @@ TEST_CASE("engine-worker sends READY=1 to NOTIFY_SOCKET once it listens, STOPPIN
 
 TEST_CASE("engine-coordinator sends READY=1 to NOTIFY_SOCKET once it serves") {
   NotifySocketStandIn systemd;
-  baton::test::Process coordinator({"/usr/bin/env", "NOTIFY_SOCKET=" + systemd.path(),
-                                    notify_tool("engine-coordinator"), "--model",
-                                    baton::test::shared_path("models/stories260K.gguf"), "--port", "0"},
-                                   notify_merged_output());
+  baton::test::Process coordinator(
+      {"/usr/bin/env", "NOTIFY_SOCKET=" + systemd.path(), notify_tool("engine-coordinator"), "--model",
+       baton::test::shared_path("models/stories260K.gguf"), "--port", "0"},
+      notify_merged_output());
   const std::string ready = systemd.wait_for("READY=1", std::chrono::seconds(60));
   INFO(coordinator.output());
   REQUIRE_THAT(ready, Catch::Contains("READY=1") && Catch::Contains("STATUS=serving stories260K at http://127.0.0.1:"));

@@ -46,7 +46,8 @@ TEST_CASE("every tool prints its version and the wire protocol version with --ve
 TEST_CASE("engine-run takes llama.cpp's --ctx-size and -b and ignores -ngl with a note") {
   const std::string model = baton::test::shared_path("models/stories260K.gguf");
   // Before: `-ngl 99` parsed as `-n gl` ("Could not convert: -n = gl").
-  const auto r = run_tool_merged("engine-run", "-m " + model + " -p 'Once upon' -n 4 --temp 0 -ngl 99 --ctx-size 128 -b 16");
+  const auto r =
+      run_tool_merged("engine-run", "-m " + model + " -p 'Once upon' -n 4 --temp 0 -ngl 99 --ctx-size 128 -b 16");
   INFO(r.out);
   CHECK(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("note: -ngl 99 ignored") && Catch::Contains("Once upon"));
@@ -77,8 +78,8 @@ TEST_CASE("engine-coordinator takes -np, --ctx-size and --batch-size, and -ngl d
   INFO(coordinator.output());
   REQUIRE(line);
   CHECK(coordinator.wait_for_output("context 256", std::chrono::seconds(10)));  // the log line after it
-  CHECK_THAT(coordinator.output(), Catch::Contains("note: -ngl 99 ignored") && Catch::Contains("3 slots") &&
-                                       Catch::Contains("context 256"));
+  CHECK_THAT(coordinator.output(),
+             Catch::Contains("note: -ngl 99 ignored") && Catch::Contains("3 slots") && Catch::Contains("context 256"));
   CHECK(coordinator.terminate() == 0);
 }
 
@@ -87,7 +88,8 @@ TEST_CASE("engine-gguf commands are CLI11 subcommands with one help") {
   INFO(help.out);
   CHECK(help.status == 0);
   // Before: "Usage: quantize [OPTIONS] input output type".
-  CHECK_THAT(help.out, Catch::Contains("Usage: ") && Catch::Contains("engine-gguf quantize [OPTIONS] input output type"));
+  CHECK_THAT(help.out,
+             Catch::Contains("Usage: ") && Catch::Contains("engine-gguf quantize [OPTIONS] input output type"));
   const auto top = run_tool_merged("engine-gguf", "--help");
   CHECK(top.status == 0);
   CHECK_THAT(top.out, Catch::Contains("engine-gguf") && Catch::Contains("quantize") && Catch::Contains("shard") &&

@@ -42,7 +42,8 @@ std::vector<float> pass(LocalModel& m, const std::vector<Tok>& toks) {
 
 std::vector<Tok> prompt(uint64_t seq, int32_t n, int32_t pos0, uint32_t salt) {
   std::vector<Tok> t;
-  for (int32_t i = 0; i < n; ++i) t.push_back({seq, pos0 + i, static_cast<int32_t>(3 + (i * 37 + salt) % 250), i + 1 == n});
+  for (int32_t i = 0; i < n; ++i)
+    t.push_back({seq, pos0 + i, static_cast<int32_t>(3 + (i * 37 + salt) % 250), i + 1 == n});
   return t;
 }
 

@@ -93,15 +93,24 @@ inline bool EtcdServer::try_start(const std::string& binary, std::string& why) {
   std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
   std::string peer = "http://127.0.0.1:" + std::to_string(peer_port);
   std::vector<std::string> args = {binary,
-                                   "--name", "baton-test",
-                                   "--data-dir", dir_ + "/data",
-                                   "--listen-client-urls", client,
-                                   "--advertise-client-urls", client,
-                                   "--listen-peer-urls", peer,
-                                   "--initial-advertise-peer-urls", peer,
-                                   "--initial-cluster", "baton-test=" + peer,
-                                   "--logger", "zap",
-                                   "--log-level", "warn"};
+                                   "--name",
+                                   "baton-test",
+                                   "--data-dir",
+                                   dir_ + "/data",
+                                   "--listen-client-urls",
+                                   client,
+                                   "--advertise-client-urls",
+                                   client,
+                                   "--listen-peer-urls",
+                                   peer,
+                                   "--initial-advertise-peer-urls",
+                                   peer,
+                                   "--initial-cluster",
+                                   "baton-test=" + peer,
+                                   "--logger",
+                                   "zap",
+                                   "--log-level",
+                                   "warn"};
   ProcessOptions po;
   po.merge_stderr = true;
   process_ = std::make_unique<Process>(std::move(args), po);  // throws if it cannot spawn

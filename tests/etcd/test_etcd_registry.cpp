@@ -43,16 +43,14 @@ std::vector<std::string> ids(const std::vector<NodeRecord>& nodes) {
   return out;
 }
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Fixture or skip: in CI the etcd-server package is installed, so this never skips there.
-#define REQUIRE_ETCD(server)             \
+#define REQUIRE_ETCD(server)                \
   test::EtcdServer* server = shared_etcd(); \
-  if (!server) {                         \
-    WARN("etcd not installed: skipped"); \
-    return;                              \
+  if (!server) {                            \
+    WARN("etcd not installed: skipped");    \
+    return;                                 \
   }
 
 }  // namespace
@@ -80,10 +78,9 @@ TEST_CASE("etcd client: leases, keys and binary values") {
   CHECK(client.range_key("/client-test/leased").kvs.empty());  // revoking deleted the key
   CHECK_FALSE(client.revoke_lease(lease));
   CHECK(client.keep_alive_lease(lease) == 0);
-  CHECK_THROWS_WITH(client.put("/client-test/x", "y", lease),
-                    Catch::Contains(client.base_url() + "/v3/kv/put") &&
-                        Catch::Contains("put /client-test/x") &&
-                        Catch::Contains("requested lease not found"));
+  CHECK_THROWS_WITH(client.put("/client-test/x", "y", lease), Catch::Contains(client.base_url() + "/v3/kv/put") &&
+                                                                  Catch::Contains("put /client-test/x") &&
+                                                                  Catch::Contains("requested lease not found"));
   CHECK(client.delete_key("/client-test/bin") == 1);
   CHECK(client.delete_key("/client-test/bin") == 0);
 }
@@ -120,8 +117,8 @@ TEST_CASE("etcd registry: announce, list, keep alive, withdraw") {
   // The key deleted behind the worker's back: keep_alive says so.
   worker->announce(w1, 10s);
   raw.delete_key("/t-basic/nodes/w1");
-  CHECK_THROWS_WITH(worker->keep_alive(), Catch::Contains("/t-basic/nodes/w1 was deleted") &&
-                                              Catch::Contains("announce again"));
+  CHECK_THROWS_WITH(worker->keep_alive(),
+                    Catch::Contains("/t-basic/nodes/w1 was deleted") && Catch::Contains("announce again"));
   worker->withdraw();
 
   CHECK_THROWS_WITH(worker->announce(node("a/b", 1), 5s), Catch::Contains("node id 'a/b'"));
@@ -196,15 +193,14 @@ TEST_CASE("etcd registry: an entry without keep-alive expires after its TTL") {
   CHECK(seconds_since(start) > 2.3);
   CHECK(ids(coordinator->list()) == std::vector<std::string>{"w1"});
   // No more keep-alives: gone about 2 s after the last one (etcd checks expiry every 500 ms).
-  while (!coordinator->list().empty() && seconds_since(last_refresh) < 6)
-    std::this_thread::sleep_for(100ms);
+  while (!coordinator->list().empty() && seconds_since(last_refresh) < 6) std::this_thread::sleep_for(100ms);
   double gone_after = seconds_since(last_refresh);
   INFO("gone " << gone_after << " s after the last keep-alive");
   CHECK(coordinator->list().empty());
   CHECK(gone_after > 1.5);
   CHECK(gone_after < 3.5);
-  CHECK_THROWS_WITH(worker->keep_alive(), Catch::Contains("lease of /t-ttl/nodes/w1") &&
-                                              Catch::Contains("expired; announce again"));
+  CHECK_THROWS_WITH(worker->keep_alive(),
+                    Catch::Contains("lease of /t-ttl/nodes/w1") && Catch::Contains("expired; announce again"));
   worker->announce(node("w1", 9101), 2s);  // recovers
   CHECK(coordinator->list().size() == 1);
   worker->withdraw();
@@ -268,8 +264,7 @@ TEST_CASE("etcd registry: a compacted watch start revision counts as a change") 
   EtcdClient raw("127.0.0.1", etcd->client_port());
   int64_t now = raw.range_key("/t-compact/nodes/w1").revision;
   httplib::Client http("127.0.0.1", etcd->client_port());
-  auto res = http.Post("/v3/kv/compaction", "{\"revision\": \"" + std::to_string(now) + "\"}",
-                       "application/json");
+  auto res = http.Post("/v3/kv/compaction", "{\"revision\": \"" + std::to_string(now) + "\"}", "application/json");
   REQUIRE(res);
   REQUIRE(res->status == 200);
   auto t0 = Clock::now();
@@ -323,10 +318,10 @@ TEST_CASE("etcd registry: etcd down is a clear error") {
   etcd.stop();
   std::string where = "http://127.0.0.1:" + std::to_string(etcd.client_port());
   auto t0 = Clock::now();
-  CHECK_THROWS_WITH(worker->keep_alive(), Catch::Contains(where + "/v3/lease/keepalive") &&
-                                              Catch::Contains("cannot connect"));
-  CHECK_THROWS_WITH(coordinator->list(), Catch::Contains(where + "/v3/kv/range") &&
-                                             Catch::Contains("list /t-down/nodes/*"));
+  CHECK_THROWS_WITH(worker->keep_alive(),
+                    Catch::Contains(where + "/v3/lease/keepalive") && Catch::Contains("cannot connect"));
+  CHECK_THROWS_WITH(coordinator->list(),
+                    Catch::Contains(where + "/v3/kv/range") && Catch::Contains("list /t-down/nodes/*"));
   CHECK_THROWS_WITH(coordinator->wait_for_change(2s), Catch::Contains(where + "/v3/watch"));
   CHECK_THROWS_WITH(worker->announce(node("w1", 9101), 10s),
                     Catch::Contains(where + "/v3/lease/grant") && Catch::Contains("cannot connect"));

@@ -30,8 +30,8 @@ namespace {
 
 struct FuzzHttpServers {
   std::unique_ptr<baton::api::ServedModel> model;
-  std::unique_ptr<baton::api::HttpServer> open;    // no key, CORS "*"
-  std::unique_ptr<baton::api::HttpServer> keyed;   // API key, one origin
+  std::unique_ptr<baton::api::HttpServer> open;   // no key, CORS "*"
+  std::unique_ptr<baton::api::HttpServer> keyed;  // API key, one origin
 };
 
 FuzzHttpServers& fuzz_http_servers() {

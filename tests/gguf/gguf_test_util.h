@@ -99,9 +99,9 @@ inline std::vector<uint8_t> pattern_bytes(size_t n, uint32_t seed) {
 // A small valid model image (a few KB): every metadata type, an f32, a q8_0 and an f16 tensor.
 inline std::vector<uint8_t> small_model_bytes() {
   static const std::vector<uint8_t> image = [] {
-    static const auto a = pattern_bytes(64 * 4 * 4, 1);       // f32 [64, 4]
-    static const auto b = pattern_bytes(2 * 34 * 3, 2);       // q8_0 [64, 3]
-    static const auto c = pattern_bytes(16 * 2, 3);           // f16 [16]
+    static const auto a = pattern_bytes(64 * 4 * 4, 1);  // f32 [64, 4]
+    static const auto b = pattern_bytes(2 * 34 * 3, 2);  // q8_0 [64, 3]
+    static const auto c = pattern_bytes(16 * 2, 3);      // f16 [16]
     GgufWriter w(every_type_metadata());
     w.metadata().set_uint32("llama.block_count", 1);
     w.add_tensor("blk.0.attn_q.weight", GgmlType::kF32, {64, 4}, a);

@@ -76,18 +76,18 @@ TEST_CASE("regenerate the fuzz seed corpus", "[.corpus]") {
   REQUIRE(out);
   fs::create_directories(out);
   auto save = [&](const std::string& name, const std::vector<uint8_t>& b) {
-    std::ofstream(fs::path(out) / name, std::ios::binary).write(reinterpret_cast<const char*>(b.data()),
-                                                                 static_cast<std::streamsize>(b.size()));
+    std::ofstream(fs::path(out) / name, std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
   };
   const auto image = small_model_bytes();
   save("valid-small-model.gguf", image);
   save("valid-empty-v2.gguf", ByteBuilder().header(0, 0, 2).bytes());
   save("valid-empty-v3.gguf", ByteBuilder().header(0, 0, 3).bytes());
   save("valid-layers.gguf", with_keys({{"llama.block_count", 2}}));
-  save("valid-shard.gguf", with_keys({{"llama.block_count", 4}, {"baton.shard.first_layer", 0},
-                                      {"baton.shard.last_layer", 1}}));
-  save("bad-shard-range.gguf", with_keys({{"llama.block_count", 2}, {"baton.shard.first_layer", 1},
-                                          {"baton.shard.last_layer", 5}}));
+  save("valid-shard.gguf",
+       with_keys({{"llama.block_count", 4}, {"baton.shard.first_layer", 0}, {"baton.shard.last_layer", 1}}));
+  save("bad-shard-range.gguf",
+       with_keys({{"llama.block_count", 2}, {"baton.shard.first_layer", 1}, {"baton.shard.last_layer", 5}}));
   save("valid-split-keys.gguf", with_keys({{"split.no", 0}, {"split.count", 2}, {"split.tensors.count", 3}}));
   save("valid-align-64.gguf", with_keys({{"general.alignment", 64}}));
   for (size_t cut : {0, 3, 4, 8, 15, 24, 40, 100, 300, 700, 1000}) {

@@ -106,7 +106,8 @@ TEST_CASE("bad tensor records are refused naming the tensor") {
   CHECK(parse_error(one_tensor({8, 2}, 0, 0, 64)).empty());
   CHECK_THAT(parse_error(one_tensor({8, 2}, 0, 0, 63)),
              Catch::Contains("tensor 't' (64 bytes at data offset 0) extends past the end"));
-  CHECK_THAT(parse_error(one_tensor({8, 2}, 0, ~0ull - 31, 64)), Catch::Contains("'t'") && Catch::Contains("extends past"));
+  CHECK_THAT(parse_error(one_tensor({8, 2}, 0, ~0ull - 31, 64)),
+             Catch::Contains("'t'") && Catch::Contains("extends past"));
   CHECK_THAT(parse_error(one_tensor({8, 2}, 99, 0, 64)), Catch::Contains("tensor 't' has unknown ggml type id 99"));
   CHECK_THAT(parse_error(one_tensor({8, 2}, 4, 0, 64)), Catch::Contains("unknown ggml type id 4"));
   CHECK_THAT(parse_error(one_tensor({8, 2}, 0, 16, 96)),
@@ -124,7 +125,8 @@ TEST_CASE("bad tensor records are refused naming the tensor") {
 TEST_CASE("overlapping and duplicate tensors are refused") {
   ByteBuilder overlap;
   overlap.header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {16}, 0, 32).pad_to(32).zeros(128);
-  CHECK_THAT(parse_error(overlap.bytes()), Catch::Contains("'a'") && Catch::Contains("'b'") && Catch::Contains("overlap"));
+  CHECK_THAT(parse_error(overlap.bytes()),
+             Catch::Contains("'a'") && Catch::Contains("'b'") && Catch::Contains("overlap"));
   ByteBuilder same;
   same.header(2, 0).tensor("a", {8}, 0, 0).tensor("b", {8}, 0, 0).pad_to(32).zeros(64);
   CHECK_THAT(parse_error(same.bytes()), Catch::Contains("overlap"));

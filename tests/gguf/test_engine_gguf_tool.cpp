@@ -34,16 +34,14 @@ TEST_CASE("engine-gguf info prints the header and totals of a model") {
   if (!tool_built()) return;
   const Run r = run(baton::test::shared_path("models/stories260K.gguf") + " ");  // no command
   CHECK(r.status == 1);
-  CHECK_THAT(r.out, Catch::Contains("error: unknown command") && Catch::Contains("info") &&
-                           Catch::Contains("shard"));
+  CHECK_THAT(r.out, Catch::Contains("error: unknown command") && Catch::Contains("info") && Catch::Contains("shard"));
   const Run info = run("info " + baton::test::shared_path("models/stories260K.gguf"));
   INFO(info.out);
   CHECK(info.status == 0);
   CHECK_THAT(info.out, Catch::Contains("version:   3") && Catch::Contains("metadata (19 keys)") &&
-                              Catch::Contains("string[512]") && Catch::Contains("\"<unk>\", \"<s>\"") &&
-                              Catch::Contains("tensors (48)") && Catch::Contains("[172, 64]") &&
-                              Catch::Contains("total: 48 tensors, 1171200 bytes") &&
-                              Catch::Contains("types: f32 x48"));
+                           Catch::Contains("string[512]") && Catch::Contains("\"<unk>\", \"<s>\"") &&
+                           Catch::Contains("tensors (48)") && Catch::Contains("[172, 64]") &&
+                           Catch::Contains("total: 48 tensors, 1171200 bytes") && Catch::Contains("types: f32 x48"));
 }
 
 TEST_CASE("engine-gguf exits 1 with error: on a bad file or bad options") {

@@ -32,8 +32,8 @@ TEST_CASE("every fixture model loads or is refused with the reason") {
     INFO(path);
     if (name == "tinyllamas-stories-260k-q8_0.gguf") {
       std::string msg = error_of(path);
-      CHECK_THAT(msg, Catch::Contains("blk.0.ffn_down.weight") && Catch::Contains("172") &&
-                          Catch::Contains("block size 32"));
+      CHECK_THAT(
+          msg, Catch::Contains("blk.0.ffn_down.weight") && Catch::Contains("172") && Catch::Contains("block size 32"));
       ++refused;
       continue;
     }

@@ -43,9 +43,9 @@ TEST_CASE("metadata errors of an opened file name the file") {
   auto f = GgufFile::open(baton::test::shared_path("models/stories260K.gguf"));
   CHECK_THROWS_WITH(f->metadata().require_string("llama.block_count"),
                     Catch::StartsWith(f->path() + ": metadata key 'llama.block_count': expected string, found uint32"));
-  CHECK_THROWS_WITH(f->metadata().require_uint("llama.rope.freq_base"),
-                    Catch::StartsWith(f->path() + ": metadata key 'llama.rope.freq_base'") &&
-                        Catch::Contains("missing"));
+  CHECK_THROWS_WITH(
+      f->metadata().require_uint("llama.rope.freq_base"),
+      Catch::StartsWith(f->path() + ": metadata key 'llama.rope.freq_base'") && Catch::Contains("missing"));
 }
 
 TEST_CASE("metadata accessors name the key and both types on a mismatch") {
@@ -62,7 +62,8 @@ TEST_CASE("metadata accessors name the key and both types on a mismatch") {
   CHECK_THROWS_WITH(md.require_int("t.u64"), Catch::Contains("'t.u64'") && Catch::Contains("does not fit"));
   CHECK_THROWS_WITH(md.require_string("t.u32"), Catch::Contains("'t.u32'") && Catch::Contains("uint32"));
   CHECK_THROWS_WITH(md.require_bool("t.arr.bool"), Catch::Contains("array of bool"));
-  CHECK_THROWS_WITH(md.require_string_array("t.arr.i32"), Catch::Contains("'t.arr.i32'") && Catch::Contains("array of int32"));
+  CHECK_THROWS_WITH(md.require_string_array("t.arr.i32"),
+                    Catch::Contains("'t.arr.i32'") && Catch::Contains("array of int32"));
   CHECK_THROWS_WITH(md.require_string("missing.key"), Catch::Contains("'missing.key'") && Catch::Contains("missing"));
   CHECK_THROWS_WITH(md.find_int_array("t.arr.u64"), Catch::Contains("does not fit"));
   CHECK(md.find_float_array("t.arr.i32")->at(2) == 2147483647.0);

@@ -21,9 +21,9 @@ using namespace baton::gguf::test;
 namespace {
 
 constexpr int kLayers = 24;
-constexpr uint64_t kRow = 256, kRows = 2048;             // f32 [256, 2048] = 2 MiB per layer
+constexpr uint64_t kRow = 256, kRows = 2048;  // f32 [256, 2048] = 2 MiB per layer
 constexpr uint64_t kLayerBytes = kRow * kRows * 4;
-constexpr uint64_t kSlack = 1 << 20;                      // fault-around (64 KiB) at each edge, with margin
+constexpr uint64_t kSlack = 1 << 20;  // fault-around (64 KiB) at each edge, with margin
 
 // Sum of "Rss:" over the mappings of `path` in /proc/self/smaps, in bytes.
 uint64_t mapping_rss(const std::string& path) {
@@ -33,8 +33,8 @@ uint64_t mapping_rss(const std::string& path) {
   bool in_mapping = false;
   uint64_t total_kb = 0;
   while (std::getline(smaps, line)) {
-    const bool is_header = !line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
-                           line.find('-') < line.find(' ');
+    const bool is_header =
+        !line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') < line.find(' ');
     if (is_header) {
       in_mapping = line.size() >= path.size() && line.compare(line.size() - path.size(), path.size(), path) == 0;
     } else if (in_mapping && line.rfind("Rss:", 0) == 0) {
@@ -76,10 +76,10 @@ TEST_CASE("opening a model maps only its header, touching layers maps only those
   auto f = GgufFile::open(path);
   const uint64_t after_open = mapping_rss(path);
   INFO("file " << file_bytes << " B, rss after open " << after_open << " B");
-  CHECK(after_open > 0);         // the header was read through the mapping
-  CHECK(after_open < kSlack);    // and nothing else
+  CHECK(after_open > 0);       // the header was read through the mapping
+  CHECK(after_open < kSlack);  // and nothing else
 
-  const int a = 8, b = 12;       // layers [a, b)
+  const int a = 8, b = 12;  // layers [a, b)
   require_layers(*f, a, b - 1);
   uint64_t sum = 0;
   for (int l = a; l < b; ++l) {

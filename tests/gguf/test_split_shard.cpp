@@ -62,8 +62,8 @@ TEST_CASE("opening the first part of a split model opens and merges all parts") 
 TEST_CASE("a split model with a missing part is refused naming the missing file") {
   SplitFixture s;
   fs::remove(s.part(1));
-  CHECK_THROWS_WITH(GgufFile::open(s.part(0)), Catch::Contains("part 2 of 3 is missing") &&
-                                                  Catch::Contains("model-00002-of-00003.gguf"));
+  CHECK_THROWS_WITH(GgufFile::open(s.part(0)),
+                    Catch::Contains("part 2 of 3 is missing") && Catch::Contains("model-00002-of-00003.gguf"));
 }
 
 TEST_CASE("opening a later part of a split model points at the first part") {
@@ -74,8 +74,8 @@ TEST_CASE("opening a later part of a split model points at the first part") {
 
 TEST_CASE("a split model whose tensor count disagrees with split.tensors.count is refused") {
   SplitFixture s(6);
-  CHECK_THROWS_WITH(GgufFile::open(s.part(0)), Catch::Contains("split.tensors.count = 6") &&
-                                                  Catch::Contains("hold 5 tensors"));
+  CHECK_THROWS_WITH(GgufFile::open(s.part(0)),
+                    Catch::Contains("split.tensors.count = 6") && Catch::Contains("hold 5 tensors"));
 }
 
 TEST_CASE("a shard holds exactly the requested layers and keeps the source identity") {
@@ -91,8 +91,8 @@ TEST_CASE("a shard holds exactly the requested layers and keeps the source ident
   for (const auto& t : shard->tensors()) names.push_back(t.name);
   std::vector<std::string> expect;
   for (int l = 1; l <= 2; ++l)
-    for (const char* n : {"attn_q", "attn_k", "attn_v", "attn_output", "attn_norm", "ffn_gate", "ffn_down",
-                          "ffn_up", "ffn_norm"})
+    for (const char* n :
+         {"attn_q", "attn_k", "attn_v", "attn_output", "attn_norm", "ffn_gate", "ffn_down", "ffn_up", "ffn_norm"})
       expect.push_back(fmt::format("blk.{}.{}.weight", l, n));
   std::sort(names.begin(), names.end());
   std::sort(expect.begin(), expect.end());
@@ -114,8 +114,8 @@ TEST_CASE("a shard holds exactly the requested layers and keeps the source ident
   CHECK(held.last == 2);
   CHECK_NOTHROW(require_layers(*shard, 1, 2));
   CHECK_NOTHROW(require_layers(*shard, 2, 2));
-  CHECK_THROWS_WITH(require_layers(*shard, 2, 3), Catch::Contains("holds layers 1-2, asked for 2-3") &&
-                                                    Catch::Contains("mid.gguf"));
+  CHECK_THROWS_WITH(require_layers(*shard, 2, 3),
+                    Catch::Contains("holds layers 1-2, asked for 2-3") && Catch::Contains("mid.gguf"));
   CHECK_THROWS_WITH(require_layers(*src, 3, 5), Catch::Contains("has 5 layers (0-4), asked for 3-5"));
   CHECK(!held_layers(*src).is_shard);
   CHECK(held_layers(*src).holds(0, 4));

@@ -44,8 +44,8 @@ TEST_CASE("writer round trip reproduces metadata of every type in insertion orde
 
 TEST_CASE("writer round trip through a file keeps tensor types, shapes and bytes exactly") {
   const auto f32 = pattern_bytes(64 * 3 * 2 * 4, 7);
-  const auto q4k = pattern_bytes(144 * 2, 8);   // q4_K [512]: 2 blocks of 144 bytes
-  const auto i8 = pattern_bytes(5, 9);          // odd size: the next tensor needs padding
+  const auto q4k = pattern_bytes(144 * 2, 8);  // q4_K [512]: 2 blocks of 144 bytes
+  const auto i8 = pattern_bytes(5, 9);         // odd size: the next tensor needs padding
   const auto bf16 = pattern_bytes(2 * 33, 10);
   Metadata md;
   md.set_string("general.architecture", "llama");

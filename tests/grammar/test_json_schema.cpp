@@ -87,10 +87,10 @@ TEST_CASE("json schema: objects with required, optional and additional propertie
   CHECK(strict.accepts(R"({ "a": 1,
   "b": "x" })"));
   CHECK(strict.accepts(R"({"b": "x", "c": false})"));
-  CHECK_FALSE(strict.accepts(R"({"a": 1})"));               // b is required
-  CHECK_FALSE(strict.accepts(R"({"b": "x", "d": 1})"));     // strict: no additional properties
+  CHECK_FALSE(strict.accepts(R"({"a": 1})"));            // b is required
+  CHECK_FALSE(strict.accepts(R"({"b": "x", "d": 1})"));  // strict: no additional properties
   CHECK_FALSE(strict.accepts(R"({"b": "x",})"));
-  Schema loose(s, false);                                  // JSON Schema's default: extras allowed
+  Schema loose(s, false);  // JSON Schema's default: extras allowed
   CHECK(loose.accepts(R"({"b": "x", "d": [1, {"e": null}]})"));
   Schema typed_extra(R"({"type": "object", "additionalProperties": {"type": "integer"}})");
   CHECK(typed_extra.accepts(R"({"x": 1, "y": 2})"));
@@ -118,7 +118,8 @@ TEST_CASE("json schema: arrays, nesting, anyOf/oneOf and $ref to $defs (recursiv
 }
 
 TEST_CASE("json schema: unsupported constructs are errors naming the keyword and where it is", "[grammar]") {
-  CHECK_THAT(schema_error_of(R"({"type": "string", "pattern": "^a+$"})"), Catch::Contains("'pattern' at '#' is not supported"));
+  CHECK_THAT(schema_error_of(R"({"type": "string", "pattern": "^a+$"})"),
+             Catch::Contains("'pattern' at '#' is not supported"));
   CHECK_THAT(schema_error_of(R"({"type": "object", "properties": {"n": {"type": "number", "minimum": 0}}})"),
              Catch::Contains("'minimum' at '#/properties/n'"));
   CHECK_THAT(schema_error_of(R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 5}}})"),
@@ -126,17 +127,21 @@ TEST_CASE("json schema: unsupported constructs are errors naming the keyword and
   CHECK_THAT(schema_error_of(R"({"type": "integer", "maximum": 100})"), Catch::Contains("'maximum' 100"));
   CHECK_THAT(schema_error_of(R"({"not": {"type": "string"}})"), Catch::Contains("'not'"));
   CHECK_THAT(schema_error_of(R"({"type": "string", "format": "email"})"), Catch::Contains("string format \"email\""));
-  CHECK_THAT(schema_error_of(R"({"allOf": [{"type": "string"}, {"maxLength": 3}]})"), Catch::Contains("'allOf' with more than one"));
-  CHECK_THAT(schema_error_of(R"({"$ref": "http://example.com/s.json"})"), Catch::Contains("'$ref' \"http://example.com/s.json\""));
+  CHECK_THAT(schema_error_of(R"({"allOf": [{"type": "string"}, {"maxLength": 3}]})"),
+             Catch::Contains("'allOf' with more than one"));
+  CHECK_THAT(schema_error_of(R"({"$ref": "http://example.com/s.json"})"),
+             Catch::Contains("'$ref' \"http://example.com/s.json\""));
   CHECK_THAT(schema_error_of(R"({"$ref": "#/$defs/missing"})"), Catch::Contains("names no definition"));
-  CHECK_THAT(schema_error_of(R"({"type": "array", "prefixItems": [{"type": "integer"}]})"), Catch::Contains("'prefixItems'"));
+  CHECK_THAT(schema_error_of(R"({"type": "array", "prefixItems": [{"type": "integer"}]})"),
+             Catch::Contains("'prefixItems'"));
   CHECK_THAT(schema_error_of(R"({"type": "array", "uniqueItems": true})"), Catch::Contains("'uniqueItems'"));
   CHECK_THAT(schema_error_of(R"({"type": "tuple"})"), Catch::Contains("type \"tuple\""));
   CHECK_THAT(schema_error_of(R"({"type": "object", "required": ["x"]})"), Catch::Contains("required property \"x\""));
   CHECK(schema_error_of(R"({"type": "string", "description": "ignored", "title": "t", "default": "d"})").empty());
 }
 
-TEST_CASE("json schema: integer bounds it can enforce exactly, and zod's safe-integer range as 15 digits", "[grammar]") {
+TEST_CASE("json schema: integer bounds it can enforce exactly, and zod's safe-integer range as 15 digits",
+          "[grammar]") {
   Schema natural(R"({"type": "integer", "minimum": 0})");
   CHECK(natural.accepts("0"));
   CHECK(natural.accepts("1234567890123456"));

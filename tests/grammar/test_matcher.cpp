@@ -26,7 +26,9 @@ const tokenizer::Tokenizer& llama2_tokenizer() {
   return *tok;
 }
 
-std::shared_ptr<const Grammar> compile(const std::string& gbnf) { return std::make_shared<const Grammar>(parse_gbnf(gbnf)); }
+std::shared_ptr<const Grammar> compile(const std::string& gbnf) {
+  return std::make_shared<const Grammar>(parse_gbnf(gbnf));
+}
 
 // Random walk: pick uniformly among the allowed tokens (and end when the grammar may end, with
 // probability 1/4, or must end). Returns the text; checks the mask against brute force at
@@ -98,8 +100,10 @@ TEST_CASE("matcher: random walks under a JSON schema's mask always give valid, c
     CHECK(j["id"].is_number_integer());
     CHECK((j["kind"] == "x" || j["kind"] == "y" || j["kind"] == 3));
     CHECK((j["items"].size() >= 1 && j["items"].size() <= 3));
-    for (const auto& [k, v] : j.items()) CHECK((k == "id" || k == "score" || k == "ok" || k == "note" || k == "kind" || k == "items"));
-    if (j.contains("note")) CHECK((j["note"].is_null() || (j["note"].is_string() && j["note"].get<std::string>().size() <= 8 * 6)));
+    for (const auto& [k, v] : j.items())
+      CHECK((k == "id" || k == "score" || k == "ok" || k == "note" || k == "kind" || k == "items"));
+    if (j.contains("note"))
+      CHECK((j["note"].is_null() || (j["note"].is_string() && j["note"].get<std::string>().size() <= 8 * 6)));
   }
 }
 
@@ -119,7 +123,8 @@ TEST_CASE("matcher: accept keeps the state on rejection, partial UTF-8 is tracke
   CHECK_FALSE(m.can_continue());
 }
 
-TEST_CASE("token constraint: masks logits to -inf, allows end-of-generation only where the grammar may end", "[grammar]") {
+TEST_CASE("token constraint: masks logits to -inf, allows end-of-generation only where the grammar may end",
+          "[grammar]") {
   const auto& tok = llama2_tokenizer();
   auto c = CompiledConstraint::build("root ::= \"yes\" | \"no\"", tok);
   TokenConstraint tc(c);
@@ -140,7 +145,9 @@ TEST_CASE("token constraint: masks logits to -inf, allows end-of-generation only
   CHECK(tc.complete());
   std::fill(logits.begin(), logits.end(), 0.0f);
   tc.apply(logits);
-  for (size_t id = 0; id < logits.size(); ++id) CHECK((logits[id] == -INFINITY) == (static_cast<int32_t>(id) != tok.eos()));
-  CHECK_THROWS_WITH(TokenConstraint(c).accept(tok.find_token("maybe") >= 0 ? tok.find_token("maybe") : tok.find_token("x")),
-                    Catch::Contains("does not continue"));
+  for (size_t id = 0; id < logits.size(); ++id)
+    CHECK((logits[id] == -INFINITY) == (static_cast<int32_t>(id) != tok.eos()));
+  CHECK_THROWS_WITH(
+      TokenConstraint(c).accept(tok.find_token("maybe") >= 0 ? tok.find_token("maybe") : tok.find_token("x")),
+      Catch::Contains("does not continue"));
 }

@@ -60,11 +60,10 @@ class SkewedBytes {
 // n_rows x k weights of `type` quantized by the scalar quantizer, at w_stride bytes per row
 // (>= row_bytes) and `skew` bytes off alignment.
 struct Matrix {
-  Matrix(GgmlType type, const kernels::TypeOps& quantizer, const std::vector<float>& values,
-         int64_t n_rows, int64_t k, size_t stride_pad, size_t skew)
+  Matrix(GgmlType type, const kernels::TypeOps& quantizer, const std::vector<float>& values, int64_t n_rows, int64_t k,
+         size_t stride_pad, size_t skew)
       : stride(row_bytes(type, k) + stride_pad), bytes(stride * n_rows, skew) {
-    for (int64_t r = 0; r < n_rows; ++r)
-      quantizer.from_float(values.data() + r * k, bytes.data() + r * stride, k);
+    for (int64_t r = 0; r < n_rows; ++r) quantizer.from_float(values.data() + r * k, bytes.data() + r * stride, k);
   }
   const uint8_t* row(int64_t r) { return bytes.data() + r * stride; }
   size_t stride;
@@ -72,8 +71,8 @@ struct Matrix {
 };
 
 // out[t][r] of one gemm call over the given block of rows and tokens.
-inline std::vector<float> run_gemm(const kernels::TypeOps& ops, int64_t k, Matrix& w,
-                                   int64_t n_rows, Matrix& a, int64_t n_tok) {
+inline std::vector<float> run_gemm(const kernels::TypeOps& ops, int64_t k, Matrix& w, int64_t n_rows, Matrix& a,
+                                   int64_t n_tok) {
   std::vector<float> out(static_cast<size_t>(n_rows * n_tok), -1.0f);
   ops.gemm(k, w.row(0), w.stride, n_rows, a.row(0), a.stride, n_tok, out.data(), n_rows);
   return out;

@@ -38,8 +38,7 @@ TEST_CASE("tiled attention is near a double-precision reference and bitwise equa
     auto cache = random_cache(tc.n_kv, s.kv_stride, static_cast<uint32_t>(tc.head_dim * 7 + tc.n_kv));
     auto q = random_floats(static_cast<size_t>(tc.n_head * tc.head_dim), 17, tc.q_scale);
     std::vector<float> scalar_out, chunk_out(q.size());
-    attention_one(s, AttentionQuery{q.data(), cache.k.data(), cache.v.data(), tc.n_kv, chunk_out.data()},
-                  Isa::kScalar);
+    attention_one(s, AttentionQuery{q.data(), cache.k.data(), cache.v.data(), tc.n_kv, chunk_out.data()}, Isa::kScalar);
     for (Isa isa : baton::test::available_isas()) {
       INFO("isa " << isa_name(isa) << " n_head " << tc.n_head << "/" << tc.n_head_kv << " head_dim " << tc.head_dim
                   << " n_kv " << tc.n_kv);
@@ -65,7 +64,6 @@ TEST_CASE("tiled attention is near a double-precision reference and bitwise equa
 TEST_CASE("tiled attention of a query is bitwise the same alone, batched, and on any thread count") {
   check_query_invariance(41, /*tiled_even=*/true, {0, 3, 4, 8});
 }
-
 
 TEST_CASE("tiled attention falls back to one_chunk when the head dim is not a multiple of 8") {
   AttentionShape s{6, 1, 20, 20, 0.2f};

@@ -34,7 +34,8 @@ uint64_t mismatches(ExpFn fn, uint64_t first, uint64_t last, uint64_t stride, ui
     fn(x.data(), y.data(), static_cast<int64_t>(x.size()));
     for (size_t i = 0; i < x.size(); ++i) {
       const float want = std::exp(x[i]);
-      const bool same = std::isnan(want) ? std::isnan(y[i]) : std::bit_cast<uint32_t>(want) == std::bit_cast<uint32_t>(y[i]);
+      const bool same =
+          std::isnan(want) ? std::isnan(y[i]) : std::bit_cast<uint32_t>(want) == std::bit_cast<uint32_t>(y[i]);
       if (!same && bad++ == 0) *example = std::bit_cast<uint32_t>(x[i]);
     }
   }
@@ -67,8 +68,15 @@ TEST_CASE("the attention's vector expf is bitwise libm's expf") {
     for (float edge : {-0x1.9fe368p6f, 0x1.62e42ep6f, -88.0f, 88.0f})
       check_range(std::bit_cast<uint32_t>(edge) - 5000, std::bit_cast<uint32_t>(edge) + 5000, 1);
     const float inf = std::numeric_limits<float>::infinity();
-    const float specials[] = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-30f, -1e-30f,
-                              std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min()};
+    const float specials[] = {0.0f,
+                              -0.0f,
+                              inf,
+                              -inf,
+                              std::numeric_limits<float>::quiet_NaN(),
+                              1e-30f,
+                              -1e-30f,
+                              std::numeric_limits<float>::denorm_min(),
+                              -std::numeric_limits<float>::denorm_min()};
     float y[9];
     exp_of(isa)(specials, y, 9);  // also the 1-lane tail
     for (int i = 0; i < 9; ++i) {

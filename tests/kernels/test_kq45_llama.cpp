@@ -198,7 +198,8 @@ TEST_CASE("every ISA's Q4_K grouped gemm returns the scalar bits and is batch in
     for (size_t i = 0; i < ref.size(); ++i) mismatches += !same_bits(ref[i], full[i]);
     for (int64_t t = 0; t < n_tok; t += 2)
       for (int64_t r = 0; r < n_rows; r += 3) mismatches += !same_bits(run(v.gemm, r, 1, t, 1)[0], ref[t * n_rows + r]);
-    const int64_t boxes[][4] = {{3, 9, 1, 4}, {0, 21, 5, 8}, {10, 11, 0, 2}, {19, 2, 12, 1}, {1, 17, 3, 33}, {0, 21, 16, 20}};
+    const int64_t boxes[][4] = {{3, 9, 1, 4},   {0, 21, 5, 8},  {10, 11, 0, 2},
+                                {19, 2, 12, 1}, {1, 17, 3, 33}, {0, 21, 16, 20}};
     for (const auto& bx : boxes) {
       const auto part = run(v.gemm, bx[0], bx[1], bx[2], bx[3]);
       for (int64_t t = 0; t < bx[3]; ++t)

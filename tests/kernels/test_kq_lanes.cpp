@@ -46,7 +46,7 @@ struct Format {
   const char* name;
   size_t block_bytes;
   FromFloatFn quantize;
-  std::vector<GemmFn> gemms;  // scalar first, then every SIMD variant this CPU runs
+  std::vector<GemmFn> gemms;        // scalar first, then every SIMD variant this CPU runs
   uint32_t expected[kTok * kRows];  // out[t * kRows + r] as llama.cpp computes it
 };
 
@@ -63,13 +63,19 @@ std::vector<Format> formats() {
   // AVX2 build, the one the golden outputs came from) on these inputs, quantized by ggml's
   // quantize_row_q*_K_ref and quantize_row_q8_K (whose bytes ours equal).
   return {
-      {"Q2_K", sizeof(BlockQ2K), scalar::quantize_q2_k_ref,
+      {"Q2_K",
+       sizeof(BlockQ2K),
+       scalar::quantize_q2_k_ref,
        variants(scalar::gemm_q2_k, avx2::gemm_q2_k_lanes, avxvnni::gemm_q2_k_lanes, avx512::gemm_q2_k_lanes),
        {0x4482a59du, 0x42b169f4u, 0xc44cc78au, 0xc42bf2a8u, 0x449f6534u, 0xc461b320u, 0xc3c7300eu, 0xc4ecbcc8u}},
-      {"Q3_K", sizeof(BlockQ3K), scalar::quantize_q3_k_ref,
+      {"Q3_K",
+       sizeof(BlockQ3K),
+       scalar::quantize_q3_k_ref,
        variants(scalar::gemm_q3_k, avx2::gemm_q3_k_lanes, avxvnni::gemm_q3_k_lanes, avx512::gemm_q3_k_lanes),
        {0x44533d0eu, 0x434dcfd8u, 0xc423a345u, 0xc44a6740u, 0x44c1b1e5u, 0xc404230bu, 0xc3c96762u, 0xc502f7fau}},
-      {"Q6_K", sizeof(BlockQ6K), scalar::quantize_q6_k_ref,
+      {"Q6_K",
+       sizeof(BlockQ6K),
+       scalar::quantize_q6_k_ref,
        variants(scalar::gemm_q6_k, avx2::gemm_q6_k_lanes, avxvnni::gemm_q6_k_lanes, avx512::gemm_q6_k_lanes),
        {0x4477f56eu, 0x43516018u, 0xc43dda97u, 0xc438338eu, 0x44b4d956u, 0xc4106074u, 0xc3e27dc9u, 0xc5014c24u}},
   };
@@ -124,9 +130,8 @@ TEST_CASE("a hand-encoded Q6_K row follows the 8-lane order, not one float chain
           const int* qq = q[b] + 128 * n;
           blk.ql[64 * n + l] = static_cast<uint8_t>((qq[l] & 0xF) | ((qq[64 + l] & 0xF) << 4));
           blk.ql[64 * n + 32 + l] = static_cast<uint8_t>((qq[32 + l] & 0xF) | ((qq[96 + l] & 0xF) << 4));
-          blk.qh[32 * n + l] =
-              static_cast<uint8_t>((qq[l] >> 4) | ((qq[32 + l] >> 4) << 2) | ((qq[64 + l] >> 4) << 4) |
-                                   ((qq[96 + l] >> 4) << 6));
+          blk.qh[32 * n + l] = static_cast<uint8_t>((qq[l] >> 4) | ((qq[32 + l] >> 4) << 2) | ((qq[64 + l] >> 4) << 4) |
+                                                    ((qq[96 + l] >> 4) << 6));
         }
       for (int s = 0; s < 16; ++s) blk.scales[s] = static_cast<int8_t>(sc[b][s]);
       blk.d = fp32_to_fp16(dw[b]);

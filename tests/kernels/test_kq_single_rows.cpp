@@ -26,8 +26,7 @@ std::vector<float> run_single_rows(kernels::MatmulDriver& driver, const kernels:
                                    const std::vector<int64_t>& ids) {
   const auto n_tok = static_cast<int64_t>(ids.size());
   std::vector<float> act(static_cast<size_t>(n_tok * w.k));
-  for (int64_t t = 0; t < n_tok; ++t)
-    std::copy_n(acts.begin() + ids[t] * w.k, w.k, act.begin() + t * w.k);
+  for (int64_t t = 0; t < n_tok; ++t) std::copy_n(acts.begin() + ids[t] * w.k, w.k, act.begin() + t * w.k);
   std::vector<float> out(static_cast<size_t>(n_tok * w.n_rows), -1.0f);
   const std::vector<kernels::RowOrder> orders(static_cast<size_t>(n_tok), kernels::RowOrder::kSingle);
   const kernels::MatmulTarget target{w, out.data(), static_cast<size_t>(w.n_rows), &ks};
@@ -67,8 +66,8 @@ TEST_CASE("K-quant single rows give the same bits alone and in batches of 2..16 
 
       std::vector<float> first_isa;  // row alone, per pool row, on the first ISA
       for (kernels::Isa isa : isas) {
-        INFO(baton::ggml_type_name(kt.type) << " " << kernels::isa_name(isa)
-                                            << (quantized ? " quantized" : " random bytes"));
+        INFO(baton::ggml_type_name(kt.type)
+             << " " << kernels::isa_name(isa) << (quantized ? " quantized" : " random bytes"));
         const auto ks = kernels::require_matmul_kernels(kt.type, isa, "test.weight");
         std::vector<float> alone;
         for (int64_t i = 0; i < kPool; ++i) {
@@ -99,7 +98,9 @@ TEST_CASE("K-quant single rows give the same bits alone and in batches of 2..16 
   }
 }
 
-TEST_CASE("repacked Q4_K (16-row groups) batches of 1..17 tokens return the plain Q4_K gemm's bits on AVX-512, in both orders") {
+TEST_CASE(
+    "repacked Q4_K (16-row groups) batches of 1..17 tokens return the plain Q4_K gemm's bits on AVX-512, in both "
+    "orders") {
   if (kernels::detected_isa() < kernels::Isa::kAvx512) return;
   const KType* q4k = nullptr;
   const auto types = all_ktypes();

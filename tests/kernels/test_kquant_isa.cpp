@@ -29,10 +29,8 @@ Rows make_weights(const KType& kt, int64_t n_rows, int64_t k, uint32_t seed, boo
   std::mt19937 gen(seed);
   const auto x = random_normal(static_cast<size_t>(n_rows * k), seed + 1, 0.05f);
   for (int64_t r = 0; r < n_rows; ++r) {
-    if (quantized)
-      kt.quantize(x.data() + r * k, w.row(r), k);
-    else
-      fill_random_blocks(kt, w.row(r), nb, gen, 0.01f);
+    if (quantized) kt.quantize(x.data() + r * k, w.row(r), k);
+    else fill_random_blocks(kt, w.row(r), nb, gen, 0.01f);
   }
   return w;
 }
@@ -73,7 +71,8 @@ TEST_CASE("every ISA's Q8_K quantizer writes the scalar reference's bytes") {
   x[4 * kernels::kQK_K + 200] = -9.0f;                                              // the first one wins
   x[5 * kernels::kQK_K + 255] = -20.0f;                                             // max in the last lane
   for (int64_t i = 6 * kernels::kQK_K; i < 7 * kernels::kQK_K; ++i) x[i] = 0.5f * static_cast<float>(i % 7);  // halves
-  for (int64_t i = 7 * kernels::kQK_K; i < 8 * kernels::kQK_K; ++i) x[i] = (i % 3 ? 1e-38f : -2e-38f);  // -127/max = inf
+  for (int64_t i = 7 * kernels::kQK_K; i < 8 * kernels::kQK_K; ++i)
+    x[i] = (i % 3 ? 1e-38f : -2e-38f);  // -127/max = inf
   std::vector<uint8_t> ref(nb * sizeof(kernels::BlockQ8K));
   kernels::scalar::quantize_q8_k(x.data(), ref.data(), n);
   const std::vector<KType> types = all_ktypes();
@@ -92,11 +91,11 @@ TEST_CASE("every ISA's Q8_K quantizer matches the scalar reference on infinities
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const int64_t nb = 5, n = nb * kernels::kQK_K;
   auto x = random_normal(n, 17, 2.0f);
-  for (int j = 0; j < 4; ++j) x[3 + 2 * j] = nan;                        // block 0: NaNs in one group
-  x[kernels::kQK_K + 1] = -inf;                                          // block 1: -inf first,
-  x[kernels::kQK_K + 5] = inf;                                           // then +inf, same group
+  for (int j = 0; j < 4; ++j) x[3 + 2 * j] = nan;  // block 0: NaNs in one group
+  x[kernels::kQK_K + 1] = -inf;                    // block 1: -inf first,
+  x[kernels::kQK_K + 5] = inf;                     // then +inf, same group
   x[kernels::kQK_K + 9] = nan;
-  x[2 * kernels::kQK_K + 255] = nan;                                     // block 2: NaN in the last lane
+  x[2 * kernels::kQK_K + 255] = nan;                                             // block 2: NaN in the last lane
   for (int64_t i = 3 * kernels::kQK_K; i < 4 * kernels::kQK_K; ++i) x[i] = nan;  // block 3: all NaN
   std::vector<uint8_t> ref(nb * sizeof(kernels::BlockQ8K));
   kernels::scalar::quantize_q8_k(x.data(), ref.data(), n);
@@ -113,8 +112,8 @@ TEST_CASE("every ISA's K-quant gemm returns the scalar reference's bits over awk
   struct Shape {
     int64_t k, n_rows, n_tok;
   };
-  const Shape shapes[] = {{256, 1, 1},  {256, 3, 2},  {512, 17, 1}, {768, 5, 3},   {256, 8, 4},  {1280, 13, 5},
-                          {512, 9, 6},  {256, 33, 7}, {768, 4, 8},  {256, 7, 9},   {512, 21, 16}, {256, 6, 17},
+  const Shape shapes[] = {{256, 1, 1},   {256, 3, 2},  {512, 17, 1},  {768, 5, 3},  {256, 8, 4},   {1280, 13, 5},
+                          {512, 9, 6},   {256, 33, 7}, {768, 4, 8},   {256, 7, 9},  {512, 21, 16}, {256, 6, 17},
                           {768, 11, 33}, {256, 1, 12}, {1024, 40, 2}, {256, 19, 24}};
   for (const KType& kt : all_ktypes()) {
     for (bool quantized : {false, true}) {
@@ -141,33 +140,34 @@ TEST_CASE("K-quant gemms are exact at the extremes of quants, scales and activat
   // Activation signs: alternating in runs of 3, or one sign throughout (the largest partial sums:
   // 4 products of 63 * 127 fill 15 bits for Q6_K).
   for (const int sign_pattern : {0, 1, -1})
-  for (const int64_t n_tok : {int64_t{1}, int64_t{18}}) {
-    for (const KType& kt : all_ktypes()) {
-      Rows w(n_rows, 2 * kt.block_bytes, 0, 1);
-      for (int64_t r = 0; r < n_rows; ++r) {
-        // Rows alternate all-ones bits and all-zero bits (largest / smallest quants and scales).
-        std::fill(w.row(r), w.row(r) + 2 * kt.block_bytes, r % 2 ? 0xFF : 0x00);
-        for (int64_t b = 0; b < 2; ++b)
-          for (size_t off : kt.f16_fields) {
-            const uint16_t h = fp32_to_fp16(r % 3 ? 1.0f : -0.5f);
-            std::memcpy(w.row(r) + b * kt.block_bytes + off, &h, 2);
-          }
-      }
-      std::vector<float> x(static_cast<size_t>(n_tok * k));
-      for (size_t i = 0; i < x.size(); ++i)  // +-127 after quantization
-        x[i] = sign_pattern != 0 ? 100.0f * static_cast<float>(sign_pattern) : (i / 3) % 2 ? 100.0f : -100.0f;
-      Rows a(n_tok, 2 * sizeof(kernels::BlockQ8K), 0, 2);
-      for (int64_t t = 0; t < n_tok; ++t) kernels::scalar::quantize_q8_k(x.data() + t * k, a.row(t), k);
-      const auto ref = run(kt.variants[0], k, w, 0, n_rows, a, 0, n_tok);
-      for (size_t vi = 1; vi < kt.variants.size(); ++vi) {
-        INFO(ggml_type_name(kt.type) << " " << kt.variants[vi].name << " n_tok=" << n_tok << " signs " << sign_pattern);
-        const auto got = run(kt.variants[vi], k, w, 0, n_rows, a, 0, n_tok);
-        int64_t mismatches = 0;
-        for (size_t i = 0; i < ref.size(); ++i) mismatches += !same_bits(ref[i], got[i]);
-        CHECK(mismatches == 0);
+    for (const int64_t n_tok : {int64_t{1}, int64_t{18}}) {
+      for (const KType& kt : all_ktypes()) {
+        Rows w(n_rows, 2 * kt.block_bytes, 0, 1);
+        for (int64_t r = 0; r < n_rows; ++r) {
+          // Rows alternate all-ones bits and all-zero bits (largest / smallest quants and scales).
+          std::fill(w.row(r), w.row(r) + 2 * kt.block_bytes, r % 2 ? 0xFF : 0x00);
+          for (int64_t b = 0; b < 2; ++b)
+            for (size_t off : kt.f16_fields) {
+              const uint16_t h = fp32_to_fp16(r % 3 ? 1.0f : -0.5f);
+              std::memcpy(w.row(r) + b * kt.block_bytes + off, &h, 2);
+            }
+        }
+        std::vector<float> x(static_cast<size_t>(n_tok * k));
+        for (size_t i = 0; i < x.size(); ++i)  // +-127 after quantization
+          x[i] = sign_pattern != 0 ? 100.0f * static_cast<float>(sign_pattern) : (i / 3) % 2 ? 100.0f : -100.0f;
+        Rows a(n_tok, 2 * sizeof(kernels::BlockQ8K), 0, 2);
+        for (int64_t t = 0; t < n_tok; ++t) kernels::scalar::quantize_q8_k(x.data() + t * k, a.row(t), k);
+        const auto ref = run(kt.variants[0], k, w, 0, n_rows, a, 0, n_tok);
+        for (size_t vi = 1; vi < kt.variants.size(); ++vi) {
+          INFO(ggml_type_name(kt.type) << " " << kt.variants[vi].name << " n_tok=" << n_tok << " signs "
+                                       << sign_pattern);
+          const auto got = run(kt.variants[vi], k, w, 0, n_rows, a, 0, n_tok);
+          int64_t mismatches = 0;
+          for (size_t i = 0; i < ref.size(); ++i) mismatches += !same_bits(ref[i], got[i]);
+          CHECK(mismatches == 0);
+        }
       }
     }
-  }
 }
 
 TEST_CASE("every K-quant gemm variant is batch invariant: any sub-block of rows and tokens gives the same bits") {

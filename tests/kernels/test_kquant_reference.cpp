@@ -39,12 +39,12 @@ BlockQ8K quantize_one_q8k(const float* x) {
 
 TEST_CASE("Q8_K maps the signed value of largest magnitude to -127 and stores d = 1 / iscale") {
   std::vector<float> x(kQK_K, 0.0f);
-  x[0] = 1.0f;    // 1 * -31.75 = -31.75 -> -32
-  x[1] = -0.5f;   // 15.875 -> 16
-  x[3] = 4.0f;    // the first of the two largest magnitudes: -127
-  x[7] = -4.0f;   // same magnitude, later: +127
-  x[20] = 0.1f;   // -3.175 -> -3
-  x[40] = 0.126f; // -4.0005 -> -4
+  x[0] = 1.0f;     // 1 * -31.75 = -31.75 -> -32
+  x[1] = -0.5f;    // 15.875 -> 16
+  x[3] = 4.0f;     // the first of the two largest magnitudes: -127
+  x[7] = -4.0f;    // same magnitude, later: +127
+  x[20] = 0.1f;    // -3.175 -> -3
+  x[40] = 0.126f;  // -4.0005 -> -4
   const BlockQ8K b = quantize_one_q8k(x.data());
   const float iscale = -127.0f / 4.0f;
   CHECK(b.d == 1.0f / iscale);
@@ -98,13 +98,13 @@ TEST_CASE("a hand-built Q4_K block dequantizes to d * sc * q - dmin * m") {
   BlockQ4K b{};
   b.d = fp32_to_fp16(0.5f);
   b.dmin = fp32_to_fp16(0.25f);
-  b.scales[1] = 3;        // sub-block 1: scale 3
-  b.scales[5] = 2;        //              min 2
-  b.scales[10] = 0x47;    // sub-block 6: scale low 7, min low 4
-  b.scales[2] = 1 << 6;   //              scale high bits 1 -> 23
-  b.scales[6] = 2 << 6;   //              min high bits 2 -> 36
-  b.qs[5] = 0x90;         // element 32 + 5 (high nibble, sub-block 1): q = 9
-  b.qs[96 + 7] = 0x0C;    // element 192 + 7 (low nibble of chunk 3, sub-block 6): q = 12
+  b.scales[1] = 3;       // sub-block 1: scale 3
+  b.scales[5] = 2;       //              min 2
+  b.scales[10] = 0x47;   // sub-block 6: scale low 7, min low 4
+  b.scales[2] = 1 << 6;  //              scale high bits 1 -> 23
+  b.scales[6] = 2 << 6;  //              min high bits 2 -> 36
+  b.qs[5] = 0x90;        // element 32 + 5 (high nibble, sub-block 1): q = 9
+  b.qs[96 + 7] = 0x0C;   // element 192 + 7 (low nibble of chunk 3, sub-block 6): q = 12
   std::vector<float> y(kQK_K);
   scalar::dequantize_q4_k(&b, y.data(), kQK_K);
   CHECK(y[37] == 0.5f * 3 * 9 - 0.25f * 2);

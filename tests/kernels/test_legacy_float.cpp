@@ -22,11 +22,10 @@ std::vector<uint16_t> all_u16() {
 // Random bit patterns plus the interesting ones: zeros, infinities, NaNs, denormals of both
 // formats, halfway cases of f16 and bf16 rounding, values overflowing f16.
 std::vector<float> awkward_floats() {
-  std::vector<uint32_t> bits = {0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
-                                0xffc00001, 0x7f800001, 0x00000001, 0x807fffff, 0x33800000,
-                                0x33000000, 0x38800000, 0x387fe000, 0x477fe000, 0x477ff000,
-                                0x477fefff, 0x47800000, 0x3f801000, 0x3f803000, 0x3f808000,
-                                0x3f818000, 0x7f7fffff, 0xff7f8000, 0x7f7f8000};
+  std::vector<uint32_t> bits = {0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00001,
+                                0x7f800001, 0x00000001, 0x807fffff, 0x33800000, 0x33000000, 0x38800000,
+                                0x387fe000, 0x477fe000, 0x477ff000, 0x477fefff, 0x47800000, 0x3f801000,
+                                0x3f803000, 0x3f808000, 0x3f818000, 0x7f7fffff, 0xff7f8000, 0x7f7f8000};
   std::mt19937 gen(7);
   for (int i = 0; i < 200000; ++i) bits.push_back(gen());
   for (int i = 0; i < 20000; ++i) bits.push_back((gen() & 0x8fffffffu) | 0x30000000u);  // f16 range
@@ -121,9 +120,8 @@ TEST_CASE("float gemm agrees with the scalar reference on every ISA over awkward
                 double scale = 0;
                 for (int64_t i = 0; i < k; ++i) scale += std::fabs(double(wf[i]) * af[i]);
                 const float x = got[t * nr + r], y = ref[t * nr + r];
-                INFO(ggml_type_name(type) << " " << kernels::isa_name(isa) << " k=" << k
-                                          << " rows=" << nr << " toks=" << nt << " r=" << r
-                                          << " t=" << t << " got " << x << " ref " << y);
+                INFO(ggml_type_name(type) << " " << kernels::isa_name(isa) << " k=" << k << " rows=" << nr << " toks="
+                                          << nt << " r=" << r << " t=" << t << " got " << x << " ref " << y);
                 REQUIRE(std::fabs(double(x) - y) <= 1e-5 * scale + 1e-30);
               }
             }
@@ -155,8 +153,7 @@ TEST_CASE("float gemm is batch invariant: every element equals its 1x1 call bitw
       std::vector<float> sub(7 * 5);
       ops.gemm(k, w.row(3), w.stride, 7, a.row(2), a.stride, 5, sub.data(), 7);
       for (int64_t t = 0; t < 5; ++t)
-        for (int64_t r = 0; r < 7; ++r)
-          REQUIRE(same_bits(sub[t * 7 + r], full[(t + 2) * n_rows + r + 3]));
+        for (int64_t r = 0; r < 7; ++r) REQUIRE(same_bits(sub[t * 7 + r], full[(t + 2) * n_rows + r + 3]));
     }
   }
 }

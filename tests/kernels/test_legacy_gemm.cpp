@@ -17,8 +17,7 @@ using kernels::Isa;
 
 namespace {
 
-const GgmlType kWeightTypes[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,
-                                 GgmlType::kQ5_1, GgmlType::kQ8_0};
+const GgmlType kWeightTypes[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ8_0};
 
 struct Variant {
   std::string name;
@@ -49,7 +48,9 @@ std::vector<Variant> variants(GgmlType type) {
 
 struct Problem {
   Problem(GgmlType type, int64_t n_rows, int64_t n_tok, int64_t k, uint32_t seed)
-      : type(type), act_type(ops_for(type, Isa::kScalar).vec_dot_type), k(k),
+      : type(type),
+        act_type(ops_for(type, Isa::kScalar).vec_dot_type),
+        k(k),
         w(type, ops_for(type, Isa::kScalar), random_normal(n_rows * k, seed), n_rows, k, 5, 3),
         a(act_type, ops_for(act_type, Isa::kScalar), random_normal(n_tok * k, seed + 1), n_tok, k, 3, 1) {}
   GgmlType type, act_type;
@@ -121,9 +122,8 @@ TEST_CASE("legacy gemm equals the scalar reference bitwise on every ISA over awk
             for (int64_t t = 0; t < nt; ++t) {
               for (int64_t r = 0; r < nr; ++r) {
                 const float x = got[t * nr + r], y = ref[t * nr + r];
-                INFO(ggml_type_name(type) << " " << v.name << " k=" << k << " rows=" << nr
-                                          << " toks=" << nt << " r=" << r << " t=" << t
-                                          << " got " << x << " ref " << y);
+                INFO(ggml_type_name(type) << " " << v.name << " k=" << k << " rows=" << nr << " toks=" << nt
+                                          << " r=" << r << " t=" << t << " got " << x << " ref " << y);
                 REQUIRE(std::fabs(double(x) - y) <= 1e-5 * scale[t * n_rows + r]);
                 REQUIRE(same_bits(x, y));  // llama.cpp's order is defined exactly by the scalar
               }

@@ -150,8 +150,10 @@ TEST_CASE("quantize then dequantize stays within each format's error bound") {
     GgmlType type;
     double per_amax, per_range;
   };
-  const Bound bounds[] = {{GgmlType::kQ4_0, 1.0 / 8, 0},  {GgmlType::kQ5_0, 1.0 / 16, 0},
-                          {GgmlType::kQ4_1, 0, 1.0 / 30}, {GgmlType::kQ5_1, 0, 1.0 / 62},
+  const Bound bounds[] = {{GgmlType::kQ4_0, 1.0 / 8, 0},
+                          {GgmlType::kQ5_0, 1.0 / 16, 0},
+                          {GgmlType::kQ4_1, 0, 1.0 / 30},
+                          {GgmlType::kQ5_1, 0, 1.0 / 62},
                           {GgmlType::kQ8_0, 1.0 / 254, 0}};
   const int64_t nb = 4096;
   const auto x = random_normal(nb * 32, 77);
@@ -171,8 +173,7 @@ TEST_CASE("quantize then dequantize stays within each format's error bound") {
         mx = std::max(mx, v);
       }
       const double f16 = bound.per_amax > 0 ? amax : (mx - mn) + std::fabs(mn);
-      const double limit =
-          (bound.per_amax * amax + bound.per_range * (mx - mn) + std::ldexp(f16, -11)) * (1 + 1e-6);
+      const double limit = (bound.per_amax * amax + bound.per_range * (mx - mn) + std::ldexp(f16, -11)) * (1 + 1e-6);
       for (int j = 0; j < 32; ++j) {
         const double err = std::fabs(double(y[b * 32 + j]) - x[b * 32 + j]);
         sq += err * err;

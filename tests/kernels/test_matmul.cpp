@@ -35,8 +35,8 @@ void fake_f16_to_float(const void* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(s[i]);
 }
 void fake_f32_to_float(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, n * sizeof(float)); }
-void fake_gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-               int64_t n_tok, float* out, size_t out_stride) {
+void fake_gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
+               float* out, size_t out_stride) {
   for (int64_t t = 0; t < n_tok; ++t) {
     const auto* at = reinterpret_cast<const uint16_t*>(static_cast<const char*>(a) + t * a_stride);
     for (int64_t r = 0; r < n_rows; ++r) {
@@ -86,8 +86,7 @@ TEST_CASE("matmul driver results are bitwise identical for any thread count and 
   for (int64_t t = 0; t < n_tok; t += 13) {
     for (int64_t r = 0; r < n_rows; r += 17) {
       double expect = 0;
-      for (int64_t i = 0; i < k; ++i)
-        expect += double(w_data[r * k + i]) * fp16_to_fp32(fp32_to_fp16(act[t * k + i]));
+      for (int64_t i = 0; i < k; ++i) expect += double(w_data[r * k + i]) * fp16_to_fp32(fp32_to_fp16(act[t * k + i]));
       CHECK(ref[t * n_rows + r] == Approx(expect).epsilon(1e-5).margin(1e-5));
     }
   }
@@ -184,8 +183,9 @@ TEST_CASE("matmul driver is batch and thread invariant for every registered type
       // a token alone, with the order it had in the batch (one sequence of n_tok rows)
       for (int64_t t = 0; t < n_tok; t += 3) {
         const RowOrder order = t < n_tok - n_tok % 4 ? RowOrder::kGrouped : RowOrder::kBatch;
-        REQUIRE(same_bits(run(pool3, w, &kernels, act.data() + t * k, 1, {}, std::span<const RowOrder>(&order, 1)).data(),
-                          ref.data() + t * n_rows, static_cast<size_t>(n_rows)));
+        REQUIRE(
+            same_bits(run(pool3, w, &kernels, act.data() + t * k, 1, {}, std::span<const RowOrder>(&order, 1)).data(),
+                      ref.data() + t * n_rows, static_cast<size_t>(n_rows)));
       }
 
       if (!wops->to_float || (wops->vec_dot_type != GgmlType::kF32 && !aops->to_float)) continue;

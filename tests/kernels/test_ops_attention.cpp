@@ -1,6 +1,6 @@
 // Attention: every ISA bitwise equal to the scalar reference and near a naive double-precision
-// softmax(q·K)·V (with q and K rounded to F16 as the kernel does), GQA head mapping, long contexts, and bitwise invariance to the
-// batch and the thread count.
+// softmax(q·K)·V (with q and K rounded to F16 as the kernel does), GQA head mapping, long contexts, and bitwise
+// invariance to the batch and the thread count.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -84,7 +84,6 @@ TEST_CASE("attention stays accurate at long contexts and with large scores") {
 TEST_CASE("attention of a query is bitwise the same alone, batched, and on any thread count") {
   check_query_invariance(21, /*tiled_even=*/false, {0, 4, 8});
 }
-
 
 TEST_CASE("attention heads read their own GQA KV head") {
   // KV head j holds V = j + 1 everywhere: every output of head h is (h / group) + 1.

@@ -137,8 +137,7 @@ TEST_CASE("silu and swiglu match the double definition over the whole float rang
 TEST_CASE("swiglu is ggml's AVX2 ggml_vec_swiglu_f32, bitwise equal on every ISA") {
   // groups of 8 through ggml_v_expf (polynomial, not libm), the n mod 8 tail through libm expf
   std::vector<float> x = random_floats(203, 6, -20.0f, 20.0f);
-  for (float v : {0.0f, -0.0f, 1e-30f, 87.0f, -87.0f, 95.0f, -95.0f, 150.0f, -150.0f, 200.0f, -200.0f})
-    x.push_back(v);
+  for (float v : {0.0f, -0.0f, 1e-30f, 87.0f, -87.0f, 95.0f, -95.0f, 150.0f, -150.0f, 200.0f, -200.0f}) x.push_back(v);
   const auto up = random_floats(static_cast<int64_t>(x.size()), 7);
   const int64_t n = static_cast<int64_t>(x.size());
   std::vector<float> ref(x.size());

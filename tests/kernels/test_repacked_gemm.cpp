@@ -64,8 +64,11 @@ std::vector<Variant> repacked_variants(GgmlType type) {
 // Dense weights of `type` and activations in its vec_dot_type from seeded random values.
 struct Dense {
   Dense(GgmlType type, int64_t n_rows, int64_t n_tok, int64_t k, uint32_t seed)
-      : k(k), w_stride(row_bytes(type, k)),
-        a_stride(row_bytes(ops_for(type, Isa::kScalar).vec_dot_type, k)), w(w_stride * n_rows), a(a_stride * n_tok) {
+      : k(k),
+        w_stride(row_bytes(type, k)),
+        a_stride(row_bytes(ops_for(type, Isa::kScalar).vec_dot_type, k)),
+        w(w_stride * n_rows),
+        a(a_stride * n_tok) {
     const auto& wq = ops_for(type, Isa::kScalar);
     const auto& aq = ops_for(wq.vec_dot_type, Isa::kScalar);
     const auto wv = random_normal(static_cast<size_t>(n_rows * k), seed);
@@ -108,8 +111,8 @@ void check_type(GgmlType type, std::initializer_list<Shape> shapes) {
       for (int64_t g = 0; g < s.n_rows; g += 16) {
         for (int64_t t = 0; t < s.n_tok; ++t) {
           float one[16];
-          v.gemm(s.k, packed.data() + g * d.w_stride, d.w_stride, 16, d.a.data() + t * d.a_stride, d.a_stride, 1,
-                 one, 16);
+          v.gemm(s.k, packed.data() + g * d.w_stride, d.w_stride, 16, d.a.data() + t * d.a_stride, d.a_stride, 1, one,
+                 16);
           CHECK(std::memcmp(one, ref.data() + t * s.n_rows + g, sizeof one) == 0);
         }
       }
@@ -139,19 +142,41 @@ TEST_CASE("Q4_0 and Q5_K advertise the 16-row repack on AVX2 / AVX-512, Q4_K on 
 }
 
 TEST_CASE("repacked Q4_0 gemm is bitwise the plain gemm for every variant and shape") {
-  check_type(GgmlType::kQ4_0, {{16, 1, 32}, {16, 1, 2048}, {32, 1, 96}, {48, 2, 256}, {16, 3, 64}, {32, 4, 128},
-                               {16, 5, 160}, {64, 9, 512}, {32, 1, 5632}});
+  check_type(GgmlType::kQ4_0, {{16, 1, 32},
+                               {16, 1, 2048},
+                               {32, 1, 96},
+                               {48, 2, 256},
+                               {16, 3, 64},
+                               {32, 4, 128},
+                               {16, 5, 160},
+                               {64, 9, 512},
+                               {32, 1, 5632}});
 }
 
 TEST_CASE("repacked Q4_K gemm is bitwise the plain gemm for every variant and shape") {
-  check_type(GgmlType::kQ4_K, {{16, 1, 256}, {16, 1, 2048}, {32, 2, 512}, {48, 3, 256}, {16, 5, 768}, {32, 8, 512},
-                               {16, 9, 256}, {16, 17, 512}, {32, 1, 5632}});
+  check_type(GgmlType::kQ4_K, {{16, 1, 256},
+                               {16, 1, 2048},
+                               {32, 2, 512},
+                               {48, 3, 256},
+                               {16, 5, 768},
+                               {32, 8, 512},
+                               {16, 9, 256},
+                               {16, 17, 512},
+                               {32, 1, 5632}});
 }
 
 TEST_CASE("repacked Q5_K gemm is bitwise the plain gemm for every variant and shape") {
   // token counts cover every pass size of the kernel (8, 4, 2, 1) and their mixes
-  check_type(GgmlType::kQ5_K, {{16, 1, 256}, {16, 1, 2048}, {32, 2, 512}, {48, 3, 256}, {16, 5, 768}, {16, 7, 256},
-                               {32, 8, 512}, {16, 15, 256}, {16, 17, 512}, {32, 1, 5632}});
+  check_type(GgmlType::kQ5_K, {{16, 1, 256},
+                               {16, 1, 2048},
+                               {32, 2, 512},
+                               {48, 3, 256},
+                               {16, 5, 768},
+                               {16, 7, 256},
+                               {32, 8, 512},
+                               {16, 15, 256},
+                               {16, 17, 512},
+                               {32, 1, 5632}});
 }
 
 namespace {

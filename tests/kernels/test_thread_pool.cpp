@@ -47,7 +47,12 @@ TEST_CASE("thread pool can be limited to fewer threads per run") {
   ThreadPool pool(4);
   std::atomic<int> calls{0};
   std::atomic<int> seen_nth{0};
-  pool.run([&](int, int nth) { calls++; seen_nth = nth; }, 2);
+  pool.run(
+      [&](int, int nth) {
+        calls++;
+        seen_nth = nth;
+      },
+      2);
   CHECK(calls == 2);
   CHECK(seen_nth == 2);
   calls = 0;
@@ -60,9 +65,9 @@ TEST_CASE("an exception in a job reaches the caller and the pool keeps working")
   for (int thrower : {0, 1, 2}) {
     std::atomic<int> finished{0};
     REQUIRE_THROWS_WITH(pool.run([&](int ith, int) {
-                          if (ith == thrower) throw std::runtime_error("boom from a job");
-                          finished++;
-                        }),
+      if (ith == thrower) throw std::runtime_error("boom from a job");
+      finished++;
+    }),
                         "boom from a job");
     CHECK(finished == 2);
   }

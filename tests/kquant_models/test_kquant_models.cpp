@@ -127,12 +127,14 @@ TEST_CASE("gemm on llama.cpp's K-quant tensors gives the same bits on every ISA 
       for (int64_t tk = 0; tk < n_tok; ++tk) q8k->from_float(act.data() + tk * k, a.data() + tk * a_stride, k);
 
       std::vector<float> ref(static_cast<size_t>(n_rows * n_tok));
-      find_type_ops(t.type, Isa::kScalar)->gemm(k, file->tensor_data(t).data(), t.row_bytes(), n_rows, a.data(),
-                                                 a_stride, n_tok, ref.data(), static_cast<size_t>(n_rows));
+      find_type_ops(t.type, Isa::kScalar)
+          ->gemm(k, file->tensor_data(t).data(), t.row_bytes(), n_rows, a.data(), a_stride, n_tok, ref.data(),
+                 static_cast<size_t>(n_rows));
       for (Isa isa : cpu_isas()) {
         std::vector<float> out(ref.size(), -1.0f);
-        find_type_ops(t.type, isa)->gemm(k, file->tensor_data(t).data(), t.row_bytes(), n_rows, a.data(), a_stride,
-                                          n_tok, out.data(), static_cast<size_t>(n_rows));
+        find_type_ops(t.type, isa)
+            ->gemm(k, file->tensor_data(t).data(), t.row_bytes(), n_rows, a.data(), a_stride, n_tok, out.data(),
+                   static_cast<size_t>(n_rows));
         CHECK(std::memcmp(out.data(), ref.data(), ref.size() * sizeof(float)) == 0);
       }
       // Against double-precision arithmetic on the dequantized operands (row 5, last token).

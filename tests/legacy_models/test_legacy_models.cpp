@@ -85,15 +85,16 @@ double worst_vs_bound(GgmlType t, const float* x, const std::vector<float>& y) {
     }
     const double f16 = per_amax > 0 ? amax : (mx - mn) + std::fabs(mn);
     const double bound = (per_amax * amax + per_range * (mx - mn) + std::ldexp(f16, -11)) * (1 + 1e-6);
-    for (int j = 0; j < 32; ++j)
-      worst = std::max(worst, std::fabs(double(y[b * 32 + j]) - x[b * 32 + j]) / bound);
+    for (int j = 0; j < 32; ++j) worst = std::max(worst, std::fabs(double(y[b * 32 + j]) - x[b * 32 + j]) / bound);
   }
   return worst;
 }
 
 }  // namespace
 
-TEST_CASE("llama.cpp's F16, BF16 and legacy-quant tensors dequantize to the F32 model within each format's bound, on every ISA") {
+TEST_CASE(
+    "llama.cpp's F16, BF16 and legacy-quant tensors dequantize to the F32 model within each format's bound, on every "
+    "ISA") {
   auto ref = gguf::GgufFile::open(test::shared_path("models/synthetic/tl256-F32.gguf"));
   std::map<GgmlType, int> seen;
   for (GgmlType file_type : kMine) {
@@ -105,8 +106,8 @@ TEST_CASE("llama.cpp's F16, BF16 and legacy-quant tensors dequantize to the F32 
       std::vector<float> y(n);
       find_type_ops(t.type, Isa::kScalar)->to_float(file->tensor_data(t).data(), y.data(), static_cast<int64_t>(n));
       const double worst = worst_vs_bound(t.type, x, y), err = rel_rms(x, y);
-      INFO(file_for(file_type) << " " << t.name << " " << ggml_type_name(t.type) << ": worst error / bound = "
-                               << worst << ", relative rms error = " << err);
+      INFO(file_for(file_type) << " " << t.name << " " << ggml_type_name(t.type) << ": worst error / bound = " << worst
+                               << ", relative rms error = " << err);
       CHECK(worst <= 1.0);
       CHECK(err > 0);
       for (Isa isa : cpu_isas()) {
@@ -176,8 +177,8 @@ TEST_CASE("gemm on llama.cpp's legacy-quant tensors matches the float product of
     std::vector<float> w(static_cast<size_t>(k)), ad(static_cast<size_t>(k));
     for (Isa isa : cpu_isas()) {
       std::vector<float> out(static_cast<size_t>(n_rows * n_tok), -1.0f);
-      find_type_ops(type, isa)->gemm(k, file->tensor_data(t).data(), t.row_bytes(), n_rows, a.data(), a_stride,
-                                     n_tok, out.data(), static_cast<size_t>(n_rows));
+      find_type_ops(type, isa)->gemm(k, file->tensor_data(t).data(), t.row_bytes(), n_rows, a.data(), a_stride, n_tok,
+                                     out.data(), static_cast<size_t>(n_rows));
       for (int64_t r : {int64_t{0}, int64_t{77}, n_rows - 1}) {
         find_type_ops(type, Isa::kScalar)->to_float(file->tensor_data(t).data() + r * t.row_bytes(), w.data(), k);
         for (int64_t tk = 0; tk < n_tok; ++tk) {

@@ -17,8 +17,7 @@
 namespace baton::net::test {
 
 // A Forward of `n_tokens` x `n_embd` f32 rows whose body is filled with a known pattern.
-inline std::pair<Forward, Payload> sample_forward(uint32_t n_tokens, uint32_t n_embd,
-                                                  uint64_t micro_batch_id) {
+inline std::pair<Forward, Payload> sample_forward(uint32_t n_tokens, uint32_t n_embd, uint64_t micro_batch_id) {
   Forward f;
   f.micro_batch_id = micro_batch_id;
   for (uint32_t i = 0; i < n_tokens; ++i) f.tokens.push_back({i % 3, 100 + i, i + 1 == n_tokens});
@@ -26,8 +25,7 @@ inline std::pair<Forward, Payload> sample_forward(uint32_t n_tokens, uint32_t n_
   f.hidden = TensorRef{DType::kF32, {n_tokens, n_embd}, 0, bytes};
   Payload body = Payload::allocate(bytes);
   auto span = body.mutable_bytes();
-  for (size_t i = 0; i < span.size(); ++i)
-    span[i] = static_cast<uint8_t>((i * 2654435761u + micro_batch_id) >> 7);
+  for (size_t i = 0; i < span.size(); ++i) span[i] = static_cast<uint8_t>((i * 2654435761u + micro_batch_id) >> 7);
   return {f, body};
 }
 
@@ -61,8 +59,7 @@ struct Sample {
 
 inline std::vector<Sample> all_samples() {
   std::vector<Sample> out;
-  out.push_back({Hello{kProtocolVersion, 0x5, "coord", Role::kCoordinator, AuthMode::kHmacSha256},
-                 {}});
+  out.push_back({Hello{kProtocolVersion, 0x5, "coord", Role::kCoordinator, AuthMode::kHmacSha256}, {}});
   out.push_back({AuthChallenge{pattern_nonce(1)}, {}});
   out.push_back({AuthResponse{pattern_nonce(100), pattern_nonce(200)}, {}});
   Prepare prepare;
@@ -136,8 +133,8 @@ class WallClockBound {
       : name_(std::move(name)), watcher_([this, limit] {
           std::unique_lock lock(mutex_);
           if (!done_cv_.wait_for(lock, limit, [this] { return done_; })) {
-            std::fprintf(stderr, "test '%s' exceeded its wall-clock bound of %llds\n",
-                         name_.c_str(), static_cast<long long>(limit.count()));
+            std::fprintf(stderr, "test '%s' exceeded its wall-clock bound of %llds\n", name_.c_str(),
+                         static_cast<long long>(limit.count()));
             std::_Exit(3);
           }
         }) {}

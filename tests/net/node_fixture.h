@@ -18,8 +18,7 @@ using namespace std::chrono_literals;
 
 inline constexpr const char* kSecret = "correct horse battery staple";
 
-inline NodeOptions node_options(std::string id, std::optional<AuthConfig> auth,
-                                Role role = Role::kWorker) {
+inline NodeOptions node_options(std::string id, std::optional<AuthConfig> auth, Role role = Role::kWorker) {
   NodeOptions o;
   o.node_id = std::move(id);
   o.role = role;

@@ -59,16 +59,14 @@ class RawSocket {
     }
     return true;
   }
-  bool send_message(const Message& m, const std::vector<uint8_t>& body = {}) {
-    return send_bytes(encode(m, body));
-  }
+  bool send_message(const Message& m, const std::vector<uint8_t>& body = {}) { return send_bytes(encode(m, body)); }
 
   // The bytes of a frame as this peer sends it: sealed after a secure handshake.
   std::vector<uint8_t> encode(const Message& m, const std::vector<uint8_t>& body = {}) {
     if (!send_) return encode_frame(m, body);
     FrameHead head = encode_frame_head(m, body.size());
-    head.prefix = encode_prefix({static_cast<uint32_t>(head.header.size()), kFlagSealed,
-                                 static_cast<uint32_t>(body.size())});
+    head.prefix =
+        encode_prefix({static_cast<uint32_t>(head.header.size()), kFlagSealed, static_cast<uint32_t>(body.size())});
     std::vector<uint8_t> out(head.prefix.begin(), head.prefix.end());
     std::vector<uint8_t> sealed(head.header.size() + body.size() + kWireTagBytes);
     send_->seal(head.prefix, head.header, body, sealed);
@@ -98,8 +96,7 @@ class RawSocket {
   std::optional<std::pair<Message, std::vector<uint8_t>>> recv_frame() {
     auto prefix = recv_bytes(kPrefixBytes);
     if (!prefix) return std::nullopt;
-    auto p = parse_prefix(std::span<const uint8_t, kPrefixBytes>(prefix->data(), kPrefixBytes),
-                          FrameLimits{});
+    auto p = parse_prefix(std::span<const uint8_t, kPrefixBytes>(prefix->data(), kPrefixBytes), FrameLimits{});
     if (!p) return std::nullopt;
     const bool sealed = (p->flags & kFlagSealed) != 0;
     if (sealed != recv_.has_value()) return std::nullopt;
@@ -110,8 +107,7 @@ class RawSocket {
       std::array<uint8_t, kWireTagBytes> tag;
       std::copy(rest->end() - kWireTagBytes, rest->end(), tag.begin());
       if (!recv_->open(std::span<const uint8_t, kPrefixBytes>(prefix->data(), kPrefixBytes),
-                       all.subspan(0, p->header_bytes), all.subspan(p->header_bytes, p->body_bytes),
-                       tag))
+                       all.subspan(0, p->header_bytes), all.subspan(p->header_bytes, p->body_bytes), tag))
         return std::nullopt;
       rest->resize(rest->size() - kWireTagBytes);
     }
@@ -133,8 +129,7 @@ class RawSocket {
   }
 
   // Client side of the handshake with `secret` (empty: insecure). True if authenticated.
-  bool handshake(const std::string& node_id, const std::string& secret,
-                 uint32_t version = kProtocolVersion) {
+  bool handshake(const std::string& node_id, const std::string& secret, uint32_t version = kProtocolVersion) {
     AuthMode mode = secret.empty() ? AuthMode::kInsecure : AuthMode::kHmacSha256;
     if (!send_message(Hello{version, 0, node_id, Role::kClient, mode})) return false;
     auto hello = recv_message();
@@ -152,8 +147,8 @@ class RawSocket {
     if (!macs_equal(std::get<AuthResponse>(*response).mac,
                     auth_proof(secret, AuthSide::kServer, ns, nc, node_id, server_id)))
       return false;
-    SessionKeys keys = derive_session_keys(secret, ns, nc, Hello{version, 0, node_id, Role::kClient, mode},
-                                           std::get<Hello>(*hello));
+    SessionKeys keys =
+        derive_session_keys(secret, ns, nc, Hello{version, 0, node_id, Role::kClient, mode}, std::get<Hello>(*hello));
     send_.emplace(keys.client_to_server);
     recv_.emplace(keys.server_to_client);
     return true;

@@ -17,8 +17,7 @@ namespace {
 std::string write_file(const std::string& name, const std::string& content) {
   std::string path = baton::test::temp_dir() + "/" + name;
   std::ofstream(path, std::ios::binary) << content;
-  std::filesystem::permissions(path, std::filesystem::perms::owner_read |
-                                         std::filesystem::perms::owner_write);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   return path;
 }
 
@@ -40,16 +39,13 @@ TEST_CASE("an empty or missing secret file is refused with its path") {
     CHECK(std::string(e.what()).find(empty) != std::string::npos);
     CHECK(std::string(e.what()).find("empty") != std::string::npos);
   }
-  CHECK_THROWS_WITH(load_secret_file("/nonexistent/secret"),
-                    Catch::Contains("/nonexistent/secret"));
+  CHECK_THROWS_WITH(load_secret_file("/nonexistent/secret"), Catch::Contains("/nonexistent/secret"));
   CHECK_THROWS_AS(AuthConfig::with_secret(""), baton::Error);
   CHECK(AuthConfig::insecure().mode() == AuthMode::kInsecure);
   CHECK(AuthConfig::with_secret("x").mode() == AuthMode::kHmacSha256);
 }
 
-TEST_CASE("nonces are random") {
-  CHECK(random_nonce() != random_nonce());
-}
+TEST_CASE("nonces are random") { CHECK(random_nonce() != random_nonce()); }
 
 TEST_CASE("proofs depend on the secret, the side, both nonces and both node ids") {
   Nonce ns = pattern_nonce(1), nc = pattern_nonce(50);

@@ -33,7 +33,7 @@ TEST_CASE("a probe with symmetric trips gives the exact offset, an asymmetric on
 
 TEST_CASE("the estimate prefers the sample with the smallest bound, counting drift since each sample") {
   ClockSync sync;
-  REQUIRE(sync.add(0, 100, 100, 200'000));                  // delay 200 us at t = 200 us
+  REQUIRE(sync.add(0, 100, 100, 200'000));                        // delay 200 us at t = 200 us
   REQUIRE(sync.add(1'000'000, 1'010'000, 1'010'000, 1'020'000));  // delay 20 us at t = 1.02 ms
   auto e = sync.estimate(1'020'000);
   REQUIRE(e);

@@ -129,9 +129,8 @@ TEST_CASE("decoder rejects tensors that disagree with their shape, dtype or the 
   expect_error(Commit{1}, 8, "carries no tensor but the frame has a 8-byte body");
   expect_error(Prepare{1, "", "", 5, 4, {}, DType::kF32, {}}, 0, "layer_first 5 > layer_last 4");
   expect_error(Failed{1, std::string(kMaxTextBytes + 1, 'x')}, 0, "Failed.reason");
-  expect_error(Hello{1, 0, std::string(kMaxNameBytes + 1, 'n'), Role::kWorker,
-                     AuthMode::kHmacSha256},
-               0, "Hello.node_id");
+  expect_error(Hello{1, 0, std::string(kMaxNameBytes + 1, 'n'), Role::kWorker, AuthMode::kHmacSha256}, 0,
+               "Hello.node_id");
   NodeStatus s;
   s.load = std::numeric_limits<float>::quiet_NaN();
   expect_error(Heartbeat{s}, 0, "Heartbeat.status.load");
@@ -219,8 +218,7 @@ TEST_CASE("an unknown message type from a newer peer is a decode error, not a cr
     auto patched = header;
     patched[i] = 200;
     auto decoded = decode_header(patched, 0);
-    if (!decoded.ok() && decoded.error().message.find("unknown message type 200") != std::string::npos)
-      found = true;
+    if (!decoded.ok() && decoded.error().message.find("unknown message type 200") != std::string::npos) found = true;
   }
   CHECK(found);
 }
@@ -278,8 +276,12 @@ TEST_CASE("random garbage headers never crash the decoder") {
     std::vector<uint8_t> header(8 + rng() % 300);
     for (auto& b : header) b = static_cast<uint8_t>(rng());
     if (iter % 2 == 0) {  // give half of them a valid identifier so the verifier is exercised
-      header[4] = 'B'; header[5] = 'T'; header[6] = 'N'; header[7] = '1';
-      header[0] = static_cast<uint8_t>(rng() % 64); header[1] = header[2] = header[3] = 0;
+      header[4] = 'B';
+      header[5] = 'T';
+      header[6] = 'N';
+      header[7] = '1';
+      header[0] = static_cast<uint8_t>(rng() % 64);
+      header[1] = header[2] = header[3] = 0;
     }
     auto decoded = decode_header(header, rng() % 128);
     if (decoded.ok()) ++accepted;

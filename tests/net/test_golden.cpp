@@ -63,8 +63,7 @@ TEST_CASE("a Hello frame keeps its frozen layout", "[golden]") {
   CHECK(frame[3] == '1');
   uint32_t header_len = frame[4] | frame[5] << 8 | frame[6] << 16 | uint32_t{frame[7]} << 24;
   CHECK(header_len == frame.size() - 16);
-  CHECK(std::vector<uint8_t>(frame.begin() + 8, frame.begin() + 16) ==
-        std::vector<uint8_t>(8, 0));
+  CHECK(std::vector<uint8_t>(frame.begin() + 8, frame.begin() + 16) == std::vector<uint8_t>(8, 0));
   CHECK(frame[16 + 4] == 'B');  // FlatBuffers file identifier after the root offset
   CHECK(frame[16 + 7] == '1');
 }

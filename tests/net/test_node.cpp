@@ -40,8 +40,7 @@ TEST_CASE("an authenticated client gets every message type echoed back intact an
     CHECK(in->message == s.message);
     CHECK(std::vector<uint8_t>(in->body.bytes().begin(), in->body.bytes().end()) == s.body);
     CHECK(in->connection.get() == c.get());
-    if (!in->body.empty())
-      CHECK(reinterpret_cast<uintptr_t>(in->body.data()) % 64 == 0);
+    if (!in->body.empty()) CHECK(reinterpret_cast<uintptr_t>(in->body.data()) % 64 == 0);
   }
   REQUIRE(eventually([&] { return server.accepted().size() == 1; }));
   CHECK(server.accepted()[0]->peer().hello.node_id == "client");
@@ -54,8 +53,7 @@ TEST_CASE("a wrong secret is refused on both sides without retries and nothing i
   InboxNode client(node_options("client", AuthConfig::with_secret("wrong secret")));
   auto start = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH(client.node->connect("127.0.0.1", server.port, {10000ms, 50ms, 1000ms}),
-                    Catch::Contains("authentication failed") &&
-                        Catch::Contains(std::to_string(server.port)));
+                    Catch::Contains("authentication failed") && Catch::Contains(std::to_string(server.port)));
   CHECK(std::chrono::steady_clock::now() - start < 3s);  // not retried until the deadline
   REQUIRE(eventually([&] { return server.rejections().size() == 1; }));
   CHECK(server.rejections()[0].kind == CloseKind::kAuth);
@@ -115,8 +113,7 @@ TEST_CASE("a protocol version mismatch names both versions on both sides") {
   REQUIRE(eventually([&] { return server.rejections().size() == 1; }));
   CHECK(server.rejections()[0].kind == CloseKind::kVersion);
   CHECK_THAT(server.rejections()[0].reason,
-             Catch::Contains("version 99") &&
-                 Catch::Contains(fmt::format("version {}", kProtocolVersion)));
+             Catch::Contains("version 99") && Catch::Contains(fmt::format("version {}", kProtocolVersion)));
 
   // Client side: a raw server answering with version 99.
   RawListener listener;
@@ -128,8 +125,7 @@ TEST_CASE("a protocol version mismatch names both versions on both sides") {
   });
   InboxNode client(node_options("client", AuthConfig::with_secret(kSecret)));
   CHECK_THROWS_WITH(client.node->connect("127.0.0.1", listener.port()),
-                    Catch::Contains("version 99") &&
-                        Catch::Contains(fmt::format("version {}", kProtocolVersion)) &&
+                    Catch::Contains("version 99") && Catch::Contains(fmt::format("version {}", kProtocolVersion)) &&
                         Catch::Contains("future-server"));
   fake.join();
 }
@@ -263,13 +259,12 @@ TEST_CASE("a peer vanishing mid-frame ends the connection with a reason") {
   WallClockBound bound(30s, "peer vanishes");
   std::mutex m;
   std::optional<CloseInfo> closed;
-  InboxNode server(node_options("server", AuthConfig::with_secret(kSecret)),
-                   [&](const ConnectionPtr& c) {
-                     c->on_closed([&](const CloseInfo& info) {
-                       std::lock_guard lock(m);
-                       closed = info;
-                     });
-                   });
+  InboxNode server(node_options("server", AuthConfig::with_secret(kSecret)), [&](const ConnectionPtr& c) {
+    c->on_closed([&](const CloseInfo& info) {
+      std::lock_guard lock(m);
+      closed = info;
+    });
+  });
   uint16_t port = server.node->listen("127.0.0.1", 0);
   RawSocket raw = RawSocket::connect_to(port);
   REQUIRE(raw.handshake("raw", kSecret));
@@ -285,8 +280,7 @@ TEST_CASE("a peer vanishing mid-frame ends the connection with a reason") {
   }));
   std::lock_guard lock(m);
   CHECK(closed->kind == CloseKind::kPeerClosed);
-  CHECK_THAT(closed->reason, Catch::Contains("mid-frame") && Catch::Contains("frame body") &&
-                                 Catch::Contains("'raw'"));
+  CHECK_THAT(closed->reason, Catch::Contains("mid-frame") && Catch::Contains("frame body") && Catch::Contains("'raw'"));
   CHECK(server.inbox.size() == 0);
 }
 
@@ -327,8 +321,8 @@ TEST_CASE("connect gives up at its deadline naming the address and the attempts"
   InboxNode client(node_options("client", AuthConfig::with_secret(kSecret)));
   auto start = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH(client.node->connect("127.0.0.1", port, {400ms, 20ms, 100ms}),
-                    Catch::Contains("127.0.0.1:" + std::to_string(port)) &&
-                        Catch::Contains("attempts") && Catch::Contains("refused"));
+                    Catch::Contains("127.0.0.1:" + std::to_string(port)) && Catch::Contains("attempts") &&
+                        Catch::Contains("refused"));
   auto took = std::chrono::steady_clock::now() - start;
   CHECK(took >= 350ms);
   CHECK(took < 3s);
@@ -371,13 +365,12 @@ TEST_CASE("close() delivers what was queued, then the peer sees the close") {
   WallClockBound bound(30s, "graceful close");
   std::mutex m;
   std::optional<CloseInfo> server_side;
-  InboxNode server(node_options("server", AuthConfig::with_secret(kSecret)),
-                   [&](const ConnectionPtr& c) {
-                     c->on_closed([&](const CloseInfo& info) {
-                       std::lock_guard lock(m);
-                       server_side = info;
-                     });
-                   });
+  InboxNode server(node_options("server", AuthConfig::with_secret(kSecret)), [&](const ConnectionPtr& c) {
+    c->on_closed([&](const CloseInfo& info) {
+      std::lock_guard lock(m);
+      server_side = info;
+    });
+  });
   uint16_t port = server.node->listen("127.0.0.1", 0);
   InboxNode client(node_options("client", AuthConfig::with_secret(kSecret)));
   ConnectionPtr c = client.node->connect("127.0.0.1", port);
@@ -411,15 +404,16 @@ TEST_CASE("a throwing message handler closes only that connection") {
   NodeOptions so = node_options("server", AuthConfig::with_secret(kSecret));
   std::vector<ConnectionPtr> accepted;
   std::mutex m;
-  Node server(so,
-              [](Incoming&& in) {
-                if (std::holds_alternative<Failed>(in.message)) throw std::runtime_error("boom");
-                in.connection->send(in.message, in.body);
-              },
-              [&](const ConnectionPtr& c) {
-                std::lock_guard lock(m);
-                accepted.push_back(c);
-              });
+  Node server(
+      so,
+      [](Incoming&& in) {
+        if (std::holds_alternative<Failed>(in.message)) throw std::runtime_error("boom");
+        in.connection->send(in.message, in.body);
+      },
+      [&](const ConnectionPtr& c) {
+        std::lock_guard lock(m);
+        accepted.push_back(c);
+      });
   uint16_t port = server.listen("127.0.0.1", 0);
   InboxNode a(node_options("a", AuthConfig::with_secret(kSecret)));
   InboxNode b(node_options("b", AuthConfig::with_secret(kSecret)));
@@ -456,7 +450,7 @@ TEST_CASE("stop() closes every connection with a reason and handles outlive the 
   CHECK(shutdown_callbacks == 2);
   CHECK_FALSE(c1->is_open());
   CHECK_FALSE(c1->send(Commit{1}));
-  c1->close();  // harmless
+  c1->close();     // harmless
   client.reset();  // the node is gone; the handles stay valid
   CHECK(c2->close_info()->kind == CloseKind::kShutdown);
   bool called = false;
@@ -543,6 +537,5 @@ TEST_CASE("close() gives up on a peer that does not read after the linger time")
   c->close("linger test");
   REQUIRE(eventually([&] { return c->close_info().has_value(); }));
   CHECK(std::chrono::steady_clock::now() - start >= 250ms);
-  CHECK_THAT(c->close_info()->reason,
-             Catch::Contains("linger test") && Catch::Contains("still unsent"));
+  CHECK_THAT(c->close_info()->reason, Catch::Contains("linger test") && Catch::Contains("still unsent"));
 }

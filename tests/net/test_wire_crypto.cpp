@@ -30,8 +30,7 @@ struct Sealed {
 };
 
 Sealed seal(FrameCipher& c, std::vector<uint8_t> header, std::vector<uint8_t> body) {
-  Sealed s{encode_prefix({static_cast<uint32_t>(header.size()), kFlagSealed,
-                          static_cast<uint32_t>(body.size())}),
+  Sealed s{encode_prefix({static_cast<uint32_t>(header.size()), kFlagSealed, static_cast<uint32_t>(body.size())}),
            std::vector<uint8_t>(header.size() + body.size() + kWireTagBytes)};
   c.seal(s.prefix, header, body, s.bytes);
   return s;
@@ -158,8 +157,7 @@ struct RelayedPair {
     while (auto in = server.inbox.pop(std::chrono::milliseconds(300))) {
       const auto& f = std::get<Forward>(in->message);
       auto [expected, body] = sample_forward(2, 256, f.micro_batch_id);
-      CHECK(std::equal(in->body.bytes().begin(), in->body.bytes().end(), body.bytes().begin(),
-                       body.bytes().end()));
+      CHECK(std::equal(in->body.bytes().begin(), in->body.bytes().end(), body.bytes().begin(), body.bytes().end()));
       ids.push_back(f.micro_batch_id);
     }
     return ids;
@@ -187,7 +185,9 @@ TEST_CASE("a man in the middle who alters, replays, reorders, drops or cuts a fr
          if (i == 1) f[f.size() / 2] ^= 0x04;
          return std::vector<WireFrame>{f};
        },
-       {0}, CloseKind::kAuth, kTagFailure},
+       {0},
+       CloseKind::kAuth,
+       kTagFailure},
       {"flip a length bit in the prefix of frame 1 (header_bytes - 8: still a valid frame shape)",
        [](size_t i, const std::vector<WireFrame>& seen) {
          WireFrame f = seen.back();
@@ -197,32 +197,42 @@ TEST_CASE("a man in the middle who alters, replays, reorders, drops or cuts a fr
          }
          return std::vector<WireFrame>{f};
        },
-       {0}, CloseKind::kAuth, kTagFailure},
+       {0},
+       CloseKind::kAuth,
+       kTagFailure},
       {"replay frame 0",
        [](size_t i, const std::vector<WireFrame>& seen) {
          if (i == 1) return std::vector<WireFrame>{seen[0], seen[1]};
          return std::vector<WireFrame>{seen.back()};
        },
-       {0}, CloseKind::kAuth, kTagFailure},
+       {0},
+       CloseKind::kAuth,
+       kTagFailure},
       {"swap frames 1 and 2",
        [](size_t i, const std::vector<WireFrame>& seen) {
          if (i == 1) return std::vector<WireFrame>{};
          if (i == 2) return std::vector<WireFrame>{seen[2], seen[1]};
          return std::vector<WireFrame>{seen.back()};
        },
-       {0}, CloseKind::kAuth, kTagFailure},
+       {0},
+       CloseKind::kAuth,
+       kTagFailure},
       {"drop frame 1",
        [](size_t i, const std::vector<WireFrame>& seen) {
          if (i == 1) return std::vector<WireFrame>{};
          return std::vector<WireFrame>{seen.back()};
        },
-       {0}, CloseKind::kAuth, kTagFailure},
+       {0},
+       CloseKind::kAuth,
+       kTagFailure},
       {"cut frame 1 short, then close",
        [](size_t i, const std::vector<WireFrame>& seen) {
          if (i == 1) return std::vector<WireFrame>{WireFrame(seen[1].begin(), seen[1].end() - 20), {}};
          return std::vector<WireFrame>{seen.back()};
        },
-       {0}, CloseKind::kPeerClosed, "mid-frame"},
+       {0},
+       CloseKind::kPeerClosed,
+       "mid-frame"},
   };
   for (auto& attack : attacks) {
     INFO(attack.name);
@@ -285,18 +295,15 @@ TEST_CASE("a tap on the wire never sees an activation pattern in the clear") {
     REQUIRE(pair.conn->send(f, body));
     auto in = pair.server.inbox.pop(5000ms);
     REQUIRE(in);
-    REQUIRE(std::equal(in->body.bytes().begin(), in->body.bytes().end(), body.bytes().begin(),
-                       body.bytes().end()));
+    REQUIRE(std::equal(in->body.bytes().begin(), in->body.bytes().end(), body.bytes().begin(), body.bytes().end()));
     auto wire = pair.relay.tapped();
     size_t found = 0;
     for (size_t from = 0; from + 16 <= body.size(); from += 512) {
       auto p = pattern(from);
       if (std::search(wire.begin(), wire.end(), p.begin(), p.end()) != wire.end()) ++found;
     }
-    if (secure)
-      CHECK(found == 0);
-    else
-      CHECK(found == body.size() / 512);  // the tap works: in the clear every slice is there
+    if (secure) CHECK(found == 0);
+    else CHECK(found == body.size() / 512);  // the tap works: in the clear every slice is there
   }
 }
 

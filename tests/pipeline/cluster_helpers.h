@@ -52,8 +52,8 @@ inline std::vector<std::unique_ptr<WorkerProcess>> spawn_workers(const std::stri
                                                                  std::vector<std::string> extra = {}) {
   std::vector<std::unique_ptr<WorkerProcess>> w;
   for (int i = 0; i < n; ++i) {
-    std::vector<std::string> args =
-        secret_file.empty() ? std::vector<std::string>{"--insecure"} : std::vector<std::string>{"--secret-file", secret_file};
+    std::vector<std::string> args = secret_file.empty() ? std::vector<std::string>{"--insecure"}
+                                                        : std::vector<std::string>{"--secret-file", secret_file};
     args.insert(args.end(), extra.begin(), extra.end());
     w.push_back(std::make_unique<WorkerProcess>(fmt::format("node-{:02}", i + 1), model, args));
   }

@@ -98,8 +98,7 @@ TEST_CASE("a flood of unauthenticated sockets never keeps an authenticated coord
   const std::string secret_path = baton::test::temp_dir() + "/flood-secret";
   std::ofstream(secret_path) << "flood test secret\n";
   ::chmod(secret_path.c_str(), 0600);
-  WorkerProcess w("node-01", baton::test::shared_path("models/stories260K.gguf"),
-                  {"--secret-file", secret_path});
+  WorkerProcess w("node-01", baton::test::shared_path("models/stories260K.gguf"), {"--secret-file", secret_path});
 
   Flood flood(w.port(), 1100);
   // The flood is on: the worker has started dropping its sockets.

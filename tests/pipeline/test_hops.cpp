@@ -27,9 +27,9 @@ ClusterMetrics run_cluster(const std::vector<std::unique_ptr<baton::test::Worker
   const std::string model = baton::test::shared_path("models/stories260K.gguf");
   baton::pipeline::ClusterOptions co;
   co.threads = 1;
-  baton::pipeline::Cluster cluster(
-      baton::test::config_of(baton::test::cluster_yaml(model, {{w[0].get(), 0, 1}, {w[1].get(), 2, 4}}, "insecure: true")),
-      co);
+  baton::pipeline::Cluster cluster(baton::test::config_of(baton::test::cluster_yaml(
+                                       model, {{w[0].get(), 0, 1}, {w[1].get(), 2, 4}}, "insecure: true")),
+                                   co);
   std::this_thread::sleep_for(300ms);  // a few clock probes on every link
   baton::Generator g(cluster.head(), cluster.layers());
   auto prompt = cluster.tokenizer().encode("Once upon a time", true, true);

@@ -64,13 +64,14 @@ void require_same(const std::vector<baton::GeneratedStep>& a, const std::vector<
   }
 }
 
-std::vector<std::unique_ptr<WorkerProcess>> spawn(const std::string& model, int n, const std::string& secret_file = "") {
+std::vector<std::unique_ptr<WorkerProcess>> spawn(const std::string& model, int n,
+                                                  const std::string& secret_file = "") {
   std::vector<std::unique_ptr<WorkerProcess>> w;
   for (int i = 0; i < n; ++i)
-    w.push_back(std::make_unique<WorkerProcess>(
-        fmt::format("node-{:02}", i + 1), model,
-        secret_file.empty() ? std::vector<std::string>{"--insecure"}
-                            : std::vector<std::string>{"--secret-file", secret_file}));
+    w.push_back(std::make_unique<WorkerProcess>(fmt::format("node-{:02}", i + 1), model,
+                                                secret_file.empty()
+                                                    ? std::vector<std::string>{"--insecure"}
+                                                    : std::vector<std::string>{"--secret-file", secret_file}));
   return w;
 }
 

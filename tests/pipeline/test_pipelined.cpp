@@ -17,8 +17,8 @@
 
 namespace {
 
-using baton::test::ClusterNode;
 using baton::test::cluster_yaml;
+using baton::test::ClusterNode;
 using baton::test::config_of;
 using baton::test::spawn_workers;
 
@@ -221,8 +221,8 @@ TEST_CASE("activations as f16 or bf16 halve the bytes on the wire and stay close
     for (size_t i = 0; i < m.stages.size(); ++i) CHECK(m.stages[i].bytes_out * 2 == m32.stages[i].bytes_out);
     // Close, not equal: each of the 3 hops rounds every activation once (f16: 2^-11 relative,
     // bf16: 2^-8), and the rounding of the embeddings and of stage 1's output is carried
-    // through the following layers (3 roundings, a little amplified). The bound is on |got - want| relative to the row's
-    // largest magnitude; observed with this model: see the INFO output.
+    // through the following layers (3 roundings, a little amplified). The bound is on |got - want| relative to the
+    // row's largest magnitude; observed with this model: see the INFO output.
     const double unit = std::string(dtype) == "f16" ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
     double worst = 0;
     REQUIRE(got.size() == want.size());
@@ -238,8 +238,8 @@ TEST_CASE("activations as f16 or bf16 halve the bytes on the wire and stay close
       }
     }
     INFO("worst relative difference " << worst << " = " << worst / unit << " units of the dtype");
-    CHECK(worst > 0);             // it really travelled rounded
-    CHECK(worst < 4 * unit);      // observed: f16 1.7 units, bf16 0.73 units
+    CHECK(worst > 0);         // it really travelled rounded
+    CHECK(worst < 4 * unit);  // observed: f16 1.7 units, bf16 0.73 units
   }
 }
 

@@ -179,10 +179,9 @@ TEST_CASE("a frozen worker of a static cluster is given up after heartbeat_timeo
   co.threads = 1;
   co.n_ctx = 256;
   co.request_timeout = std::chrono::seconds(60);  // what a frozen node cost before: this long
-  pipeline::Cluster cluster(
-      test::config_of(test::cluster_yaml(path, {{w[0].get(), 0, 1}, {w[1].get(), 2, 4}}, "insecure: true", 5, 20,
-                                         "heartbeat_timeout: 1")),
-      co);
+  pipeline::Cluster cluster(test::config_of(test::cluster_yaml(path, {{w[0].get(), 0, 1}, {w[1].get(), 2, 4}},
+                                                               "insecure: true", 5, 20, "heartbeat_timeout: 1")),
+                            co);
   const std::vector<int32_t> prompt = cluster.tokenizer().encode("Once upon a time", true, false);
   Generator generator(cluster.head(), cluster.layers());
   REQUIRE(generator.generate(1, prompt, test::greedy_options(8)).steps.size() == 8);

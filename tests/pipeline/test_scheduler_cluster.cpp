@@ -23,8 +23,8 @@ std::vector<Result> serve(baton::ModelHead& head, baton::LayerRunner& layers, co
   so.slots = 4;
   so.n_batch = 16;  // prompts arrive in chunks, mixed with other sequences' decode tokens
   baton::serving::Scheduler scheduler(head, layers, tok, so);
-  const char* prompts[] = {"Once upon a time", "The little dog ran to the park and saw a big red ball",
-                           "Lily and Tom", "One day, a girl named Sue found a box. In the box"};
+  const char* prompts[] = {"Once upon a time", "The little dog ran to the park and saw a big red ball", "Lily and Tom",
+                           "One day, a girl named Sue found a box. In the box"};
   std::vector<std::shared_ptr<baton::serving::RequestHandle>> handles;
   for (int i = 0; i < 4; ++i) {
     baton::serving::CompletionRequest r;
@@ -67,9 +67,9 @@ TEST_CASE("the scheduler over a 2-worker cluster is bitwise equal to one process
   co.threads = 1;
   co.max_sequences = 4;
   co.n_ctx = 128;
-  baton::pipeline::Cluster cluster(
-      baton::test::config_of(baton::test::cluster_yaml(model, {{w[0].get(), 0, 1}, {w[1].get(), 2, 4}}, "insecure: true")),
-      co);
+  baton::pipeline::Cluster cluster(baton::test::config_of(baton::test::cluster_yaml(
+                                       model, {{w[0].get(), 0, 1}, {w[1].get(), 2, 4}}, "insecure: true")),
+                                   co);
   REQUIRE(cluster.layers().max_in_flight() == 2);
   const auto got = serve(cluster.head(), cluster.layers(), cluster.tokenizer());
 

@@ -80,8 +80,8 @@ TEST_CASE("engine-run --config prints the same JSON as one process", "[pipeline]
 TEST_CASE("engine-bench --config prints the measured per-stage and per-hop table", "[pipeline]") {
   const std::string model = baton::test::shared_path("models/stories260K.gguf");
   auto w = spawn_workers(model, 2);
-  const std::string yaml = write_yaml(cluster_yaml(model, {{w[0].get(), 0, 1}, {w[1].get(), 2, 4}}, "insecure: true",
-                                                   5, 20, "activations: f16"));
+  const std::string yaml = write_yaml(
+      cluster_yaml(model, {{w[0].get(), 0, 1}, {w[1].get(), 2, 4}}, "insecure: true", 5, 20, "activations: f16"));
   Tool bench("engine-bench", {"--config", yaml, "-p", "16", "-n", "8", "-r", "2", "-t", "1", "-d", "0,20"});
   const int rc = bench.wait(std::chrono::seconds(60));
   const std::string out = bench.out();
@@ -148,7 +148,8 @@ TEST_CASE("engine-bench -d runs every test after a context of that depth, named 
   CHECK(results[3]["avg_ts"].get<double>() < results[1]["avg_ts"].get<double>());
 }
 
-TEST_CASE("engine-run --config --json keeps stdout for the JSON: the secret-file warning goes to stderr", "[pipeline]") {
+TEST_CASE("engine-run --config --json keeps stdout for the JSON: the secret-file warning goes to stderr",
+          "[pipeline]") {
   const std::string model = baton::test::shared_path("models/stories260K.gguf");
   const std::string secret = baton::test::temp_dir() + "/tools-readable.secret";
   std::ofstream(secret) << "a shared secret of the cluster\n";

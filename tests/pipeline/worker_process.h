@@ -21,8 +21,17 @@ class WorkerProcess {
   // extra: more arguments (e.g. {"--insecure"} or {"--secret-file", path}).
   WorkerProcess(const std::string& node_id, const std::string& model, std::vector<std::string> extra) : id_(node_id) {
     log_path_ = temp_dir() + "/" + node_id + "-" + std::to_string(counter()++) + ".log";
-    std::vector<std::string> args = {binary_dir() + "/bin/engine-worker", "--host", "127.0.0.1", "--port", "0",
-                                     "--node-id", node_id, "--model", model, "--threads", "1"};
+    std::vector<std::string> args = {binary_dir() + "/bin/engine-worker",
+                                     "--host",
+                                     "127.0.0.1",
+                                     "--port",
+                                     "0",
+                                     "--node-id",
+                                     node_id,
+                                     "--model",
+                                     model,
+                                     "--threads",
+                                     "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     ProcessOptions po;
     po.stderr_path = log_path_;

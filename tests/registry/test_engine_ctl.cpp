@@ -36,10 +36,11 @@ std::string write_yaml(const std::string& name, const std::string& text) {
 }
 
 std::string yaml(const std::string& model, uint16_t port_a, uint16_t port_b, const std::string& layers_b = "[3, 4]") {
-  return fmt::format("model: {}\ncluster:\n  insecure: true\n  nodes:\n"
-                     "    - {{ id: a, host: 127.0.0.1, port: {}, layers: [0, 2] }}\n"
-                     "    - {{ id: b, host: 127.0.0.1, port: {}, layers: {} }}\n",
-                     model, port_a, port_b, layers_b);
+  return fmt::format(
+      "model: {}\ncluster:\n  insecure: true\n  nodes:\n"
+      "    - {{ id: a, host: 127.0.0.1, port: {}, layers: [0, 2] }}\n"
+      "    - {{ id: b, host: 127.0.0.1, port: {}, layers: {} }}\n",
+      model, port_a, port_b, layers_b);
 }
 
 }  // namespace
@@ -73,7 +74,8 @@ TEST_CASE("engine-ctl doctor: reachability like nc -zv, coverage, memory fit, ex
         std::string::npos);
 
   // The handshake (issue 29): the port being open was "all checks passed" even with a wrong secret.
-  CHECK(good.out.find(fmt::format("ok    node a (127.0.0.1:{}): handshake ok (protocol", a.port())) != std::string::npos);
+  CHECK(good.out.find(fmt::format("ok    node a (127.0.0.1:{}): handshake ok (protocol", a.port())) !=
+        std::string::npos);
   CHECK(good.out.find(fmt::format("ok    node b (127.0.0.1:{}): same model", b.port())) != std::string::npos);
 
   auto missing = run("doctor " + write_yaml("missing.yaml", yaml("/nonexistent/model.gguf", a.port(), b.port())));
@@ -102,7 +104,8 @@ TEST_CASE("engine-ctl status: prints the cluster table of GET /v1/cluster, exit 
       {{"id": "w2", "address": "127.0.0.1:9002", "role": "worker", "status": "{}", "load": 0,
         "memory_total_bytes": 17179869184, "memory_used_bytes": 69000000, "compute_ms_per_token": 0,
         "layers": [3, 4], "last_heartbeat_seconds": 3.5}}]}})",
-                                ready.load(), ready.load(), ready ? "" : "node w2 (layers 3-4) is offline", ready ? "online" : "offline"),
+                                ready.load(), ready.load(), ready ? "" : "node w2 (layers 3-4) is offline",
+                                ready ? "online" : "offline"),
                     "application/json");
   });
   const int port = server.bind_to_any_port("127.0.0.1");
@@ -148,10 +151,11 @@ TEST_CASE("engine-ctl doctor: a wrong secret and another model are FAILs named a
   baton::test::WorkerProcess a("a", model, {"--secret-file", dir + "/right.secret"});
   baton::test::WorkerProcess b("b", other, {"--secret-file", dir + "/right.secret"});
   auto config = [&](const std::string& secret) {
-    return fmt::format("model: {}\ncluster:\n  secret_file: {}\n  nodes:\n"
-                       "    - {{ id: a, host: 127.0.0.1, port: {}, layers: [0, 2] }}\n"
-                       "    - {{ id: b, host: 127.0.0.1, port: {}, layers: [3, 4] }}\n",
-                       model, secret, a.port(), b.port());
+    return fmt::format(
+        "model: {}\ncluster:\n  secret_file: {}\n  nodes:\n"
+        "    - {{ id: a, host: 127.0.0.1, port: {}, layers: [0, 2] }}\n"
+        "    - {{ id: b, host: 127.0.0.1, port: {}, layers: [3, 4] }}\n",
+        model, secret, a.port(), b.port());
   };
   auto wrong = run("doctor " + write_yaml("wrong-secret.yaml", config(dir + "/wrong.secret")));
   INFO(wrong.out);
@@ -166,7 +170,8 @@ TEST_CASE("engine-ctl doctor: a wrong secret and another model are FAILs named a
   INFO(mismatch.out);
   CHECK(mismatch.status == 1);
   CHECK(mismatch.out.find(fmt::format("ok    node a (127.0.0.1:{}): same model", a.port())) != std::string::npos);
-  CHECK(mismatch.out.find(fmt::format("FAIL  node b (127.0.0.1:{}) has model identity", b.port())) != std::string::npos);
+  CHECK(mismatch.out.find(fmt::format("FAIL  node b (127.0.0.1:{}) has model identity", b.port())) !=
+        std::string::npos);
   CHECK(mismatch.out.find(fmt::format("FAIL  node b (127.0.0.1:{}) is given layers 3-4 but its file holds layers 0-3",
                                       b.port())) != std::string::npos);
   CHECK(mismatch.out.find("2 check(s) failed") != std::string::npos);

@@ -38,7 +38,7 @@ using baton::test::kStoriesModel;
 
 std::unique_ptr<WorkerProcess> join(const std::string& id, uint16_t port, std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"--insecure", "--join", fmt::format("127.0.0.1:{}", port), "--heartbeat-ms", "200",
-                                   "--speed", "10"};
+                                   "--speed",    "10"};
   args.insert(args.end(), extra.begin(), extra.end());
   return std::make_unique<WorkerProcess>(id, baton::test::shared_path(kStoriesModel), args);
 }
@@ -87,13 +87,15 @@ Streamed stream(int port, const json& body, size_t after_events = 0, const std::
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("cannot connect");
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+    throw std::runtime_error("cannot connect");
   const std::string payload = body.dump();
   const std::string req = fmt::format(
       "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
       "Content-Length: {}\r\n\r\n{}",
       payload.size(), payload);
-  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) throw std::runtime_error("send");
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
+    throw std::runtime_error("send");
   std::string raw;
   size_t seen = 0;
   bool acted = false;
@@ -141,8 +143,8 @@ TEST_CASE("failover: a worker killed mid-generation, the coordinator re-plans an
   auto w1 = join("w1", port), w2 = join("w2", port), w3 = join("w3", port);
   Served s(failover_config(port, 3, baton::test::temp_dir() + "/failover-a.json"), 512);
   REQUIRE(s.model->plan().size() == 3);
-  const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 240}, {"temperature", 0}, {"stream", true},
-                     {"ignore_eos", true}};
+  const json body = {
+      {"prompt", "Once upon a time"}, {"max_tokens", 240}, {"temperature", 0}, {"stream", true}, {"ignore_eos", true}};
   const Streamed want = stream(s.port(), body);
   REQUIRE(want.status == 200);
   REQUIRE(want.finish_reason == "length");
@@ -175,15 +177,16 @@ TEST_CASE("failover: a worker killed mid-generation, the coordinator re-plans an
   CHECK(victim_offline);
 }
 
-TEST_CASE("failover: a worker frozen mid-generation (SIGSTOP, connection left open) is given up after the heartbeat "
-          "timeout, the stream continues unchanged",
-          "[registry]") {
+TEST_CASE(
+    "failover: a worker frozen mid-generation (SIGSTOP, connection left open) is given up after the heartbeat "
+    "timeout, the stream continues unchanged",
+    "[registry]") {
   const uint16_t port = baton::test::free_loopback_port();
   auto w1 = join("w1", port), w2 = join("w2", port), w3 = join("w3", port);
   Served s(failover_config(port, 3, baton::test::temp_dir() + "/failover-frozen.json"), 512);
   REQUIRE(s.model->plan().size() == 3);
-  const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 120}, {"temperature", 0}, {"stream", true},
-                     {"ignore_eos", true}};
+  const json body = {
+      {"prompt", "Once upon a time"}, {"max_tokens", 120}, {"temperature", 0}, {"stream", true}, {"ignore_eos", true}};
   const Streamed want = stream(s.port(), body);
   REQUIRE(want.status == 200);
 
@@ -222,11 +225,13 @@ TEST_CASE("failover: when the remaining nodes cannot hold the model, /health and
 
   w2->kill_now();
   std::string detail;
-  CHECK(baton::test::eventually_true([&] {
-    auto h = baton::test::raw_request(s.port(), "GET", "/health", "");
-    detail = json::parse(h.body).value("detail", "");
-    return h.status == 503 && detail.find("missing") != std::string::npos;
-  }, 5000ms));
+  CHECK(baton::test::eventually_true(
+      [&] {
+        auto h = baton::test::raw_request(s.port(), "GET", "/health", "");
+        detail = json::parse(h.body).value("detail", "");
+        return h.status == 503 && detail.find("missing") != std::string::npos;
+      },
+      5000ms));
   INFO(detail);
   CHECK(detail.find("w2") != std::string::npos);
   auto refused = baton::test::raw_request(s.port(), "POST", "/v1/completions", request);
@@ -238,7 +243,8 @@ TEST_CASE("failover: when the remaining nodes cannot hold the model, /health and
 
   // A new worker joins: re-planned over w1 + w3, serving again with the same output.
   auto w3 = join("w3", port, {"--max-memory", cap});
-  CHECK(baton::test::eventually_true([&] { return baton::test::raw_request(s.port(), "GET", "/health", "").status == 200; }, 10000ms));
+  CHECK(baton::test::eventually_true(
+      [&] { return baton::test::raw_request(s.port(), "GET", "/health", "").status == 200; }, 10000ms));
   auto again = baton::test::raw_request(s.port(), "POST", "/v1/completions", request);
   INFO(again.body);
   REQUIRE(again.status == 200);
@@ -249,9 +255,10 @@ TEST_CASE("failover: when the remaining nodes cannot hold the model, /health and
   CHECK(plan[1].node_id == "w3");
 }
 
-TEST_CASE("failover: a re-plan forgets cached prompt prefixes, and a worker killed during a pipelined prefill resumes "
-          "unchanged",
-          "[registry]") {
+TEST_CASE(
+    "failover: a re-plan forgets cached prompt prefixes, and a worker killed during a pipelined prefill resumes "
+    "unchanged",
+    "[registry]") {
   const uint16_t port = baton::test::free_loopback_port();
   auto w1 = join("w1", port), w2 = join("w2", port), w3 = join("w3", port), w4 = join("w4", port);
   Served s(failover_config(port, 4, baton::test::temp_dir() + "/failover-prefix.json"), 512);
@@ -266,7 +273,9 @@ TEST_CASE("failover: a re-plan forgets cached prompt prefixes, and a worker kill
   CHECK(hit.text == want.text);
   CHECK(s.model->scheduler().stats().cache_hits == 1);
 
-  auto by_id = [&](const std::string& id) -> WorkerProcess& { return id == "w1" ? *w1 : id == "w2" ? *w2 : id == "w3" ? *w3 : *w4; };
+  auto by_id = [&](const std::string& id) -> WorkerProcess& {
+    return id == "w1" ? *w1 : id == "w2" ? *w2 : id == "w3" ? *w3 : *w4;
+  };
   // An idle node lost: the coordinator re-plans, and the entries it held are forgotten.
   by_id(s.model->plan()[1].node_id).kill_now();
   const auto deadline = Clock::now() + 20s;
@@ -284,8 +293,8 @@ TEST_CASE("failover: a re-plan forgets cached prompt prefixes, and a worker kill
     std::this_thread::sleep_for(300ms);
     victim.kill_now();
   });
-  const json fresh = {{"prompt", story}, {"max_tokens", 12}, {"temperature", 0}, {"stream", true},
-                      {"ignore_eos", true}, {"cache_prompt", false}};
+  const json fresh = {{"prompt", story}, {"max_tokens", 12},   {"temperature", 0},
+                      {"stream", true},  {"ignore_eos", true}, {"cache_prompt", false}};
   const Streamed got = stream(s.port(), fresh);
   killer.join();
   INFO(got.error);
@@ -304,15 +313,15 @@ TEST_CASE("failover: a worker lost while speculative verification passes are in 
   std::string story;
   for (int i = 0; i < 4; ++i) story += "Once upon a time there was a little girl who liked to play in the park. ";
   // Without drafts (the request's speculative.n_max 0): the reference.
-  const json plain = {{"prompt", story}, {"max_tokens", 240}, {"temperature", 0}, {"stream", true},
-                      {"ignore_eos", true}, {"speculative.n_max", 0}};
+  const json plain = {{"prompt", story}, {"max_tokens", 240},  {"temperature", 0},
+                      {"stream", true},  {"ignore_eos", true}, {"speculative.n_max", 0}};
   const Streamed want = stream(s.port(), plain);
   REQUIRE(want.status == 200);
   REQUIRE(want.finish_reason == "length");
   REQUIRE(s.model->scheduler().stats().speculation.drafted == 0);
 
-  const json body = {{"prompt", story}, {"max_tokens", 240}, {"temperature", 0}, {"stream", true},
-                     {"ignore_eos", true}, {"cache_prompt", false}};
+  const json body = {{"prompt", story}, {"max_tokens", 240},  {"temperature", 0},
+                     {"stream", true},  {"ignore_eos", true}, {"cache_prompt", false}};
   const Streamed undisturbed = stream(s.port(), body);
   CHECK(undisturbed.text == want.text);
   const auto before = s.model->scheduler().stats().speculation;

@@ -30,8 +30,8 @@ using namespace baton::registry;
 namespace {
 
 using baton::test::generate_tokens;
-using baton::test::no_headroom;
 using baton::test::kMiB;
+using baton::test::no_headroom;
 
 using namespace std::chrono_literals;
 
@@ -76,8 +76,8 @@ TEST_CASE("mixed topology: a node list with `auto` parses into fixed nodes + dyn
   CHECK(c.nodes[0].layers == baton::LayerSpan::from_inclusive(0, 1));
   CHECK(!c.nodes[1].layers);
   CHECK(c.min_nodes == 2);
-  CHECK_THROWS_WITH(baton::parse_cluster_config("model: m\ncluster:\n  insecure: true\n  nodes:\n    - auto\n    - auto\n",
-                                                "c.yaml", "/"),
+  CHECK_THROWS_WITH(baton::parse_cluster_config(
+                        "model: m\ncluster:\n  insecure: true\n  nodes:\n    - auto\n    - auto\n", "c.yaml", "/"),
                     Catch::Contains("c.yaml:6: cluster.nodes lists `auto` twice"));
   CHECK_THROWS_WITH(
       baton::parse_cluster_config("model: m\ncluster:\n  insecure: true\n  nodes:\n    - auto\n", "c.yaml", "/"),
@@ -87,8 +87,9 @@ TEST_CASE("mixed topology: a node list with `auto` parses into fixed nodes + dyn
 TEST_CASE("mixed topology: plan_around keeps pinned ranges and plans the gaps over the other nodes", "[registry]") {
   const auto m = footprint(10);
   // Pinned in the middle: [0,3) and [7,10) planned over three nodes, each in one gap.
-  auto plan = plan_around({pin("big", 3, 7)}, {record_of("a", 1000, 10), record_of("b", 1000, 10), record_of("c", 1000, 10)}, m,
-                          no_headroom());
+  auto plan =
+      plan_around({pin("big", 3, 7)}, {record_of("a", 1000, 10), record_of("b", 1000, 10), record_of("c", 1000, 10)}, m,
+                  no_headroom());
   REQUIRE(plan.size() == 4);
   int64_t next = 0;
   for (const auto& p : plan) {

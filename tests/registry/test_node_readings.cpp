@@ -76,11 +76,12 @@ TEST_CASE("cpu temperature falls back to the thermal zones, then ACPI, and is un
 TEST_CASE("network bytes sum every interface but loopback", "[registry][readings]") {
   const auto proc = fresh_reading_root("proc-net");
   write_reading_file(proc / "net/dev",
-             "Inter-|   Receive                                                |  Transmit\n"
-             " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n"
-             "    lo: 5000 10 0 0 0 0 0 0 5000 10 0 0 0 0 0 0\n"
-             "  eth0: 1000 5 0 0 0 0 0 0 300 3 0 0 0 0 0 0\n"
-             "wlan0: 20 1 0 0 0 0 0 0 7 1 0 0 0 0 0 0\n");
+                     "Inter-|   Receive                                                |  Transmit\n"
+                     " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop "
+                     "fifo colls carrier compressed\n"
+                     "    lo: 5000 10 0 0 0 0 0 0 5000 10 0 0 0 0 0 0\n"
+                     "  eth0: 1000 5 0 0 0 0 0 0 300 3 0 0 0 0 0 0\n"
+                     "wlan0: 20 1 0 0 0 0 0 0 7 1 0 0 0 0 0 0\n");
   auto n = baton::registry::read_network_bytes(proc);
   REQUIRE(n);
   CHECK(n->received == 1020);

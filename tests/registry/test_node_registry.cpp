@@ -42,8 +42,8 @@ TEST_CASE("node registry: silent nodes go offline after the timeout, heartbeats 
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(reg.sweep(t0 + 1500ms).empty());  // missed heartbeats are only logged
   std::this_thread::sleep_for(200ms);
-  reg.heartbeat(record("a"), 1);                 // a: silent <= 2900 ms at the sweep below
-  auto gone = reg.sweep(t0 + 3100ms);            // b: silent >= 3100 ms
+  reg.heartbeat(record("a"), 1);       // a: silent <= 2900 ms at the sweep below
+  auto gone = reg.sweep(t0 + 3100ms);  // b: silent >= 3100 ms
   auto b = reg.find("b");
   REQUIRE(b);
   CHECK(b->state == NodeState::kOffline);
@@ -121,7 +121,8 @@ class CapturedRegistryLog {
 TEST_CASE("node registry: late heartbeats of 39 nodes give one aggregated line, not one per node") {
   CapturedRegistryLog log;
   NodeRegistry reg({std::chrono::milliseconds(3000), ""});
-  for (int i = 0; i < 39; ++i) reg.register_node(record("node-" + std::to_string(100 + i)), static_cast<uint64_t>(i + 1));
+  for (int i = 0; i < 39; ++i)
+    reg.register_node(record("node-" + std::to_string(100 + i)), static_cast<uint64_t>(i + 1));
   const auto t0 = std::chrono::steady_clock::now();
   reg.sweep(t0 + 1200ms);  // 1.2 intervals of a worker's 1 s: late, not missed
   CHECK(log.count("heartbeat-missed") == 0);

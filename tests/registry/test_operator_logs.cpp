@@ -78,7 +78,8 @@ TEST_CASE("engine-worker log lines carry UTC time, tool and node id, and --log-l
   }
 
   // A bad level is refused by name.
-  auto bad = baton::test::run_shell(baton::test::binary_dir() + "/bin/engine-worker --node-id x --model m --insecure "
+  auto bad = baton::test::run_shell(baton::test::binary_dir() +
+                                    "/bin/engine-worker --node-id x --model m --insecure "
                                     "--log-level loud 2>&1");
   CHECK(bad.status != 0);
   CHECK(bad.out.find("--log-level") != std::string::npos);
@@ -106,10 +107,10 @@ TEST_CASE("json logs, access lines, per-node readings and the up gauge with two 
   std::filesystem::remove(coordinator_file);
   baton::test::ProcessOptions po;
   po.stderr_path = dir + "/ops-coordinator.err";
-  baton::test::Process coordinator({baton::test::binary_dir() + "/bin/engine-coordinator", "--config", yaml, "-t", "1",
-                                    "--slots", "1", "--ctx", "128", "--log-format", "json", "--log-file",
-                                    coordinator_file},
-                                   po);
+  baton::test::Process coordinator(
+      {baton::test::binary_dir() + "/bin/engine-coordinator", "--config", yaml, "-t", "1", "--slots", "1", "--ctx",
+       "128", "--log-format", "json", "--log-file", coordinator_file},
+      po);
   const bool listening = coordinator.wait_for_output("listening on http://", 20s);
   INFO(coordinator.error_output());
   REQUIRE(listening);
@@ -133,9 +134,8 @@ TEST_CASE("json logs, access lines, per-node readings and the up gauge with two 
   // Every stderr line is one JSON object with a UTC time, the tool, a level and a message.
   std::vector<nlohmann::json> entries;
   bool access_ok = false, access_bad = false;
-  REQUIRE(baton::test::eventually_true([&] {
-    return coordinator.error_output().find("id=" + bad_id) != std::string::npos;
-  }));
+  REQUIRE(baton::test::eventually_true(
+      [&] { return coordinator.error_output().find("id=" + bad_id) != std::string::npos; }));
   for (const auto& line : ops_log_lines(coordinator.error_output())) {
     INFO(line);
     nlohmann::json j;

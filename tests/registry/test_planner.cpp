@@ -18,8 +18,8 @@ using namespace baton::registry;
 
 namespace {
 
-using baton::test::no_headroom;
 using baton::test::kMiB;
+using baton::test::no_headroom;
 
 ModelFootprint footprint(int64_t n_layer, uint64_t layer_mib, uint64_t kv_mib = 0) {
   ModelFootprint m;
@@ -54,7 +54,7 @@ TEST_CASE("planner: contiguous ranges in proportion to speed, in id order") {
   REQUIRE(plan.size() == 3);
   CHECK(plan[0].record.node_id == "w1");
   CHECK(plan[0].stage.layers.begin == 0);
-  CHECK(plan[0].stage.layers.end == 4);   // 24 * 10/60
+  CHECK(plan[0].stage.layers.end == 4);  // 24 * 10/60
   CHECK(plan[1].stage.layers.begin == 4);
   CHECK(plan[1].stage.layers.end == 12);  // 24 * 20/60
   CHECK(plan[2].stage.layers.begin == 12);
@@ -69,7 +69,8 @@ TEST_CASE("planner: equal nodes split evenly, memory decides when no speed was m
   CHECK(even[0].stage.layers.end == 5);
   auto by_memory = plan_nodes({node("w1", 3000, 0), node("w2", 1000, 0)}, m, no_headroom());
   REQUIRE(by_memory.size() == 2);
-  CHECK(by_memory[0].stage.layers.end - by_memory[0].stage.layers.begin == 7);  // ~ 10 * 3/4, rounded to the best integer split
+  CHECK(by_memory[0].stage.layers.end - by_memory[0].stage.layers.begin ==
+        7);  // ~ 10 * 3/4, rounded to the best integer split
   CHECK(by_memory[1].stage.layers.end - by_memory[1].stage.layers.begin == 3);
 }
 
@@ -160,7 +161,8 @@ TEST_CASE("planner: footprint of a real model and the plan table") {
   const std::string table = format_plan_table(plan, "127.0.0.1:8021");
   INFO(table);
   CHECK(table.find("| id | address | memory | layers | port | role |") == 0);
-  CHECK(table.find("| coordinator | 127.0.0.1 | - | embeddings, output head | 8021 | coordinator |") != std::string::npos);
+  CHECK(table.find("| coordinator | 127.0.0.1 | - | embeddings, output head | 8021 | coordinator |") !=
+        std::string::npos);
   CHECK(table.find("| w1 | 10.0.0.1 |") != std::string::npos);
   CHECK(plan[0].stage.layers.begin == 0);
   CHECK(plan[1].stage.layers.end == 5);
@@ -182,12 +184,14 @@ TEST_CASE("cluster config: nodes auto and the registry keys") {
   CHECK_THROWS_WITH(baton::parse_cluster_config("model: m\ncluster:\n  insecure: true\n  nodes: auto\n  min_nodes: 0\n",
                                                 "c.yaml", "/"),
                     Catch::Contains("c.yaml:5: cluster.min_nodes must be >= 1, found 0"));
-  CHECK_THROWS_WITH(baton::parse_cluster_config(
-                        "model: m\ncluster:\n  insecure: true\n  nodes: auto\n  heartbeat_timeout: -1\n", "c.yaml", "/"),
-                    Catch::Contains("cluster.heartbeat_timeout must be a number of seconds from 0.1 to 3600"));
-  CHECK_THROWS_WITH(baton::parse_cluster_config(
-                        "model: m\ncluster:\n  insecure: true\n  nodes: auto\n  registry: http://x:1/p\n", "c.yaml", "/"),
-                    Catch::Contains("cluster.registry: registry URL 'http://x:1/p': the scheme must be etcd://"));
+  CHECK_THROWS_WITH(
+      baton::parse_cluster_config("model: m\ncluster:\n  insecure: true\n  nodes: auto\n  heartbeat_timeout: -1\n",
+                                  "c.yaml", "/"),
+      Catch::Contains("cluster.heartbeat_timeout must be a number of seconds from 0.1 to 3600"));
+  CHECK_THROWS_WITH(
+      baton::parse_cluster_config("model: m\ncluster:\n  insecure: true\n  nodes: auto\n  registry: http://x:1/p\n",
+                                  "c.yaml", "/"),
+      Catch::Contains("cluster.registry: registry URL 'http://x:1/p': the scheme must be etcd://"));
 }
 
 TEST_CASE("node probe: calibration speed, /proc/meminfo, CPU load") {
@@ -220,7 +224,8 @@ bool covers_all_layers(const std::vector<PlannedStage>& plan, int64_t n_layer) {
 }
 
 std::vector<NodeRecord> without_nodes(std::vector<NodeRecord> nodes, const std::vector<std::string>& gone) {
-  std::erase_if(nodes, [&](const NodeRecord& r) { return std::find(gone.begin(), gone.end(), r.node_id) != gone.end(); });
+  std::erase_if(nodes,
+                [&](const NodeRecord& r) { return std::find(gone.begin(), gone.end(), r.node_id) != gone.end(); });
   return nodes;
 }
 

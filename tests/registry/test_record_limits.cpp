@@ -155,10 +155,10 @@ TEST_CASE("registry: records are checked field by field: layers, memory, speed, 
 TEST_CASE("engine-ctl doctor and engine-coordinator refuse absurd durations, ids and registry URLs", "[registry]") {
   const std::string model = baton::test::shared_path("models/stories260K.gguf");
   const std::string bin = baton::test::binary_dir() + "/bin/";
-  for (const char* line : {"heartbeat_timeout: 1e300", "join_timeout: .nan", "load_timeout: -1", "connect_timeout: .inf",
-                           "registry: etcd://:x/../"}) {
-    const std::string yaml =
-        limits_yaml("limits.yaml", fmt::format("model: {}\ncluster:\n  insecure: true\n  nodes: auto\n  {}\n", model, line));
+  for (const char* line : {"heartbeat_timeout: 1e300", "join_timeout: .nan", "load_timeout: -1",
+                           "connect_timeout: .inf", "registry: etcd://:x/../"}) {
+    const std::string yaml = limits_yaml(
+        "limits.yaml", fmt::format("model: {}\ncluster:\n  insecure: true\n  nodes: auto\n  {}\n", model, line));
     auto doctor = run_command(bin + "engine-ctl doctor " + yaml);
     INFO(line << "\n" << doctor.out);
     CHECK(doctor.status != 0);
@@ -169,7 +169,9 @@ TEST_CASE("engine-ctl doctor and engine-coordinator refuse absurd durations, ids
     CHECK(coordinator.out.find("limits.yaml:5: cluster.") != std::string::npos);
   }
   const std::string bad_id = limits_yaml(
-      "bad-id.yaml", fmt::format("model: {}\ncluster:\n  insecure: true\n  nodes:\n    - {{ id: \"a\\nb\", host: h, port: 1 }}\n", model));
+      "bad-id.yaml",
+      fmt::format("model: {}\ncluster:\n  insecure: true\n  nodes:\n    - {{ id: \"a\\nb\", host: h, port: 1 }}\n",
+                  model));
   auto doctor = run_command(bin + "engine-ctl doctor " + bad_id);
   INFO(doctor.out);
   CHECK(doctor.status != 0);

@@ -101,7 +101,8 @@ NodeState state_of(DynamicCluster& d, const std::string& id) {
 
 }  // namespace
 
-TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one process, kill -9 and SIGTERM", "[registry]") {
+TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one process, kill -9 and SIGTERM",
+          "[registry]") {
   const std::string secret = write_secret("registry test secret");
   const std::string file = baton::test::temp_dir() + "/nodes-a.json";
   const uint16_t port = baton::test::free_loopback_port();
@@ -159,10 +160,12 @@ TEST_CASE("registry: workers join, heartbeat, get a plan and serve like one proc
   const auto t0 = Clock::now();
   CHECK(w1->terminate() == 0);
   auto e = dc.registry().find("w1");
-  took = time_until([&] {
-    e = dc.registry().find("w1");
-    return e && e->departed;
-  }, 3000ms);
+  took = time_until(
+      [&] {
+        e = dc.registry().find("w1");
+        return e && e->departed;
+      },
+      3000ms);
   CHECK(took >= 0ms);
   CHECK(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0) < 1000ms);
   REQUIRE(e);
@@ -216,8 +219,9 @@ TEST_CASE("registry: a restarted coordinator recovers its nodes from the file an
   CHECK(again.snapshot().ready);
 }
 
-TEST_CASE("registry: a silent worker (SIGSTOP: socket open, no heartbeats) goes offline after the timeout and comes back",
-          "[registry]") {
+TEST_CASE(
+    "registry: a silent worker (SIGSTOP: socket open, no heartbeats) goes offline after the timeout and comes back",
+    "[registry]") {
   const std::string secret = write_secret("silence secret");
   const uint16_t port = baton::test::free_loopback_port();
   auto w = join("quiet", port, secret);
@@ -225,7 +229,7 @@ TEST_CASE("registry: a silent worker (SIGSTOP: socket open, no heartbeats) goes 
   REQUIRE(time_until([&] { return state_of(dc, "quiet") == NodeState::kOnline; }) >= 0ms);
   ::kill(w->pid(), SIGSTOP);
   const auto offline = time_until([&] { return state_of(dc, "quiet") == NodeState::kOffline; }, 4000ms);
-  CHECK(offline >= 800ms);   // not before the 1 s timeout (minus the last heartbeat's age)
+  CHECK(offline >= 800ms);  // not before the 1 s timeout (minus the last heartbeat's age)
   CHECK(offline <= 2000ms);
   auto e = dc.registry().find("quiet");
   REQUIRE(e);

@@ -22,7 +22,9 @@ class SwitchLayers : public LayerRunner {
  public:
   explicit SwitchLayers(LayerRunner& first) : current_(&first) {}
   void switch_to(LayerRunner& next) { current_ = &next; }
-  void forward(const TokenBatch& b, std::vector<float>& h, std::vector<float>& o) override { current_->forward(b, h, o); }
+  void forward(const TokenBatch& b, std::vector<float>& h, std::vector<float>& o) override {
+    current_->forward(b, h, o);
+  }
   void reset_sequence(uint64_t id) override { current_->reset_sequence(id); }
   int64_t n_ctx() const override { return current_->n_ctx(); }
   int max_in_flight() const override { return current_->max_in_flight(); }
@@ -66,8 +68,8 @@ void check_bitwise_solo(LocalModel& ref, const CompletionRequest& r, const Outco
 TEST_CASE("scheduler rebuild: a pass lost mid-generation is repaired, the sequences continue bitwise unchanged",
           "[registry]") {
   // F32 (stories260K) and a K-quant model, whose row orders depend on the rows per pass.
-  const std::string path = GENERATE(std::string("models/stories260K.gguf"),
-                                    std::string("models/synthetic/tl256-Q4_K_M.gguf"));
+  const std::string path =
+      GENERATE(std::string("models/stories260K.gguf"), std::string("models/synthetic/tl256-Q4_K_M.gguf"));
   INFO(path);
   auto a = load_model(path, 2), b = load_model(path, 2), ref = load_model(path, 1);
   QueueingLayers first(a->layers()), second(b->layers());
@@ -122,7 +124,8 @@ TEST_CASE("scheduler rebuild: a repair that fails ends the sequences with its me
   CHECK_NOTHROW(sched.submit(greedy(*a, "Once", 1)));
 }
 
-TEST_CASE("scheduler rebuild: a repair that declines (not a lost node) ends the sequences with the error", "[registry]") {
+TEST_CASE("scheduler rebuild: a repair that declines (not a lost node) ends the sequences with the error",
+          "[registry]") {
   auto a = load_stories(1);
   QueueingLayers first(a->layers());
   first.fail_finish_after = 2;

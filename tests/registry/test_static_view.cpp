@@ -18,12 +18,12 @@ TEST_CASE("static cluster view: workers without heartbeats report unknown heartb
   const std::string model = baton::test::shared_path(baton::test::kStoriesModel);
   baton::test::WorkerProcess a("static-a", model, {"--insecure"});
   baton::test::WorkerProcess b("static-b", model, {"--insecure"});
-  const auto config = baton::parse_cluster_config(
-      fmt::format("model: {}\ncluster:\n  insecure: true\n  nodes:\n"
-                  "    - {{ id: static-a, host: 127.0.0.1, port: {}, layers: [0, 2] }}\n"
-                  "    - {{ id: static-b, host: 127.0.0.1, port: {}, layers: [3, 4] }}\n",
-                  model, a.port(), b.port()),
-      "static.yaml", "/");
+  const auto config =
+      baton::parse_cluster_config(fmt::format("model: {}\ncluster:\n  insecure: true\n  nodes:\n"
+                                              "    - {{ id: static-a, host: 127.0.0.1, port: {}, layers: [0, 2] }}\n"
+                                              "    - {{ id: static-b, host: 127.0.0.1, port: {}, layers: [3, 4] }}\n",
+                                              model, a.port(), b.port()),
+                                  "static.yaml", "/");
   baton::api::ServeOptions so;
   so.threads = 1;
   so.n_ctx = 64;

@@ -309,9 +309,8 @@ TEST_CASE("on a 150k vocabulary top_p keeps exactly the prefix a full sort gives
 
   std::vector<int32_t> order(n_vocab);
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  });
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
   const double max_logit = logits[static_cast<size_t>(order[0])];
   double z = 0.0;
   for (float l : logits) z += std::exp(l - max_logit);
@@ -342,7 +341,7 @@ TEST_CASE("top_k and greedy select exactly what a full sort of the biased, penal
       std::uniform_int_distribution<int> level(0, trial < 3 ? 7 : 1000);
       for (float& l : logits) l = static_cast<float>(level(gen)) * 0.25f - 1.0f;
       for (size_t i = 0; i < n_vocab; i += 7 + static_cast<size_t>(trial)) logits[i] = kNegInf;
-      logits[(gen() % n_vocab)] = 500.0f;  // a clear maximum somewhere
+      logits[(gen() % n_vocab)] = 500.0f;                // a clear maximum somewhere
       if (trial % 2 == 1) logits[n_vocab - 1] = 500.0f;  // tied with it, higher id
       SamplerParams p = plain();
       std::vector<int32_t> history;
@@ -371,9 +370,8 @@ TEST_CASE("top_k and greedy select exactly what a full sort of the biased, penal
       std::vector<int32_t> order;
       for (size_t i = 0; i < n_vocab; ++i)
         if (ref[i] != kNegInf) order.push_back(static_cast<int32_t>(i));
-      std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-        return ref[a] > ref[b] || (ref[a] == ref[b] && a < b);
-      });
+      std::sort(order.begin(), order.end(),
+                [&](int32_t a, int32_t b) { return ref[a] > ref[b] || (ref[a] == ref[b] && a < b); });
       for (const int32_t k : {1, 2, 40, 100, 4000}) {
         p.top_k = k;
         std::vector<int32_t> expected(order.begin(), order.begin() + std::min<ptrdiff_t>(k, ssize(order)));
@@ -399,15 +397,11 @@ TEST_CASE("invalid sampler parameters are refused naming the field") {
   CHECK_THAT(refused([](auto& p) { p.min_p = -0.5f; }), Catch::Contains("min_p"));
   CHECK_THAT(refused([](auto& p) { p.min_p = 2.0f; }), Catch::Contains("min_p"));
   CHECK_THAT(refused([](auto& p) { p.top_k = -1; }), Catch::Contains("top_k = -1"));
-  CHECK_THAT(refused([](auto& p) { p.temperature = std::nanf(""); }),
-             Catch::Contains("temperature"));
-  CHECK_THAT(refused([](auto& p) { p.repeat_penalty = 0.0f; }),
-             Catch::Contains("repeat_penalty"));
+  CHECK_THAT(refused([](auto& p) { p.temperature = std::nanf(""); }), Catch::Contains("temperature"));
+  CHECK_THAT(refused([](auto& p) { p.repeat_penalty = 0.0f; }), Catch::Contains("repeat_penalty"));
   CHECK_THAT(refused([](auto& p) { p.repeat_last_n = -2; }), Catch::Contains("repeat_last_n"));
-  CHECK_THAT(refused([](auto& p) { p.presence_penalty = INFINITY; }),
-             Catch::Contains("presence_penalty"));
-  CHECK_THAT(refused([](auto& p) { p.frequency_penalty = std::nanf(""); }),
-             Catch::Contains("frequency_penalty"));
+  CHECK_THAT(refused([](auto& p) { p.presence_penalty = INFINITY; }), Catch::Contains("presence_penalty"));
+  CHECK_THAT(refused([](auto& p) { p.frequency_penalty = std::nanf(""); }), Catch::Contains("frequency_penalty"));
   CHECK_NOTHROW(validate(SamplerParams{}));
 }
 
@@ -424,6 +418,5 @@ TEST_CASE("bad logits or history are refused with the offending index") {
   Sampler penalizing(p);
   const std::vector<float> logits = {0.0f, 1.0f};
   const std::vector<int32_t> history = {1, 7};
-  CHECK_THAT(error_of([&] { penalizing.sample(logits, history); }),
-             Catch::Contains("history token 7 at position 1"));
+  CHECK_THAT(error_of([&] { penalizing.sample(logits, history); }), Catch::Contains("history token 7 at position 1"));
 }

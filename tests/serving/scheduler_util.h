@@ -112,7 +112,8 @@ class QueueingLayers : public WrappedLayers {
       for (size_t i = 0; i < batch.size(); ++i)
         for (size_t j = 0; j < q.batch.size(); ++j) {
           if (batch.seq_ids[i] != q.batch.seq_ids[j]) continue;
-          if (q.batch.output[j]) fail("QueueingLayers: sequence {} fed again before its output came back", batch.seq_ids[i]);
+          if (q.batch.output[j])
+            fail("QueueingLayers: sequence {} fed again before its output came back", batch.seq_ids[i]);
           if (q.batch.positions[j] >= batch.positions[i])
             fail("QueueingLayers: sequence {} at position {} after position {} in flight", batch.seq_ids[i],
                  batch.positions[i], q.batch.positions[j]);

@@ -39,7 +39,8 @@ void check_same(const GenerationResult& got, const GenerationResult& ref) {
     CHECK(got.steps[i].token == ref.steps[i].token);
     CHECK(same_bits(got.steps[i].logprob, ref.steps[i].logprob));
     REQUIRE(got.steps[i].top.size() == ref.steps[i].top.size());
-    for (size_t j = 0; j < ref.steps[i].top.size(); ++j) CHECK(same_bits(got.steps[i].top[j].logprob, ref.steps[i].top[j].logprob));
+    for (size_t j = 0; j < ref.steps[i].top.size(); ++j)
+      CHECK(same_bits(got.steps[i].top[j].logprob, ref.steps[i].top[j].logprob));
   }
 }
 
@@ -198,7 +199,8 @@ TEST_CASE("prefix cache: a chat's next turn reuses the KV of the last and equals
     for (int turn = 0; turn < 4; ++turn) {
       auto got = complete(scheduler, history, 10);
       check_equals_from_scratch(*model, history, got, options.n_batch);
-      const size_t expected = turn == 0 ? 0 : prefix_reuse_start(history.size(), reusable_prefix(previous_prompt, 128), 128);
+      const size_t expected =
+          turn == 0 ? 0 : prefix_reuse_start(history.size(), reusable_prefix(previous_prompt, 128), 128);
       CHECK(got.summary.cached_tokens == expected);
       previous_prompt = history.size();
       if (got.summary.cached_tokens > 0) ++turns_reused;

@@ -69,8 +69,8 @@ std::vector<CompletionRequest> six_requests(const tokenizer::Tokenizer& tok) {
   rs[4].sampling.repeat_penalty = 1.1f;
   rs[4].sampling.presence_penalty = 0.2f;
   rs[4].n_top_logprobs = 0;  // chosen logprob only
-  rs.push_back(make_request(tok, "The sun was hot and the bird sang a song to the little flowers by the river", 50,
-                            0.9f, 4242));
+  rs.push_back(
+      make_request(tok, "The sun was hot and the bird sang a song to the little flowers by the river", 50, 0.9f, 4242));
   rs[5].logprobs = false;
   rs[5].n_top_logprobs = 0;
   rs[5].ignore_eos = true;
@@ -85,8 +85,7 @@ void run_six(LocalModel& model, LayerRunner& runner, const SchedulerOptions& opt
     std::vector<std::shared_ptr<RequestHandle>> handles;
     for (const auto& r : requests) handles.push_back(scheduler.submit(r));
     std::vector<std::thread> consumers;
-    for (size_t i = 0; i < handles.size(); ++i)
-      consumers.emplace_back([&, i] { outcomes[i] = drain(*handles[i]); });
+    for (size_t i = 0; i < handles.size(); ++i) consumers.emplace_back([&, i] { outcomes[i] = drain(*handles[i]); });
     for (auto& t : consumers) t.join();
     auto stats = scheduler.stats();
     CHECK(stats.requests == requests.size());

@@ -75,9 +75,9 @@ void check_same_events(const Outcome& got, const Outcome& ref) {
 }
 
 // Runs `requests` at once through a scheduler over `runner` and returns their outcomes.
-std::vector<Outcome> run_scheduler(LocalModel& model, LayerRunner& runner, const std::vector<CompletionRequest>& requests,
-                                   const SpecParams& spec, SchedulerStats* stats = nullptr,
-                                   int spec_max_decoders = 4) {
+std::vector<Outcome> run_scheduler(LocalModel& model, LayerRunner& runner,
+                                   const std::vector<CompletionRequest>& requests, const SpecParams& spec,
+                                   SchedulerStats* stats = nullptr, int spec_max_decoders = 4) {
   SchedulerOptions options;
   options.spec_max_decoders = spec_max_decoders;
   options.slots = static_cast<int>(requests.size());
@@ -191,7 +191,8 @@ TEST_CASE("draft policy: long drafts when rows are cheap and drafts kept, none b
   CHECK(parse_spec_mode("none") == SpecMode::kOff);
 }
 
-TEST_CASE("speculation: Generator with n-gram drafts gives bitwise the tokens and logprobs without, greedy and sampled") {
+TEST_CASE(
+    "speculation: Generator with n-gram drafts gives bitwise the tokens and logprobs without, greedy and sampled") {
   for (const char* file : {"models/stories260K.gguf", "models/synthetic/tl256-Q4_K_M.gguf"}) {
     auto model = load_model(file, 1, 512);
     for (float temperature : {0.0f, 0.9f}) {

@@ -47,8 +47,7 @@ class Process {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    if (options_.merge_stderr)
-      posix_spawn_file_actions_adddup2(&fa, out[1], 2);
+    if (options_.merge_stderr) posix_spawn_file_actions_adddup2(&fa, out[1], 2);
     else if (!options_.stderr_path.empty())
       posix_spawn_file_actions_addopen(&fa, 2, options_.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addclose(&fa, out[0]);
@@ -128,7 +127,8 @@ class Process {
       const size_t end = output_.find('\n', at);
       if (end == std::string::npos) return false;
       const size_t begin = output_.rfind('\n', at);
-      line = output_.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1));
+      line = output_.substr(begin == std::string::npos ? 0 : begin + 1,
+                            end - (begin == std::string::npos ? 0 : begin + 1));
       return true;
     };
     grew_.wait_for(lock, limit, [&] { return find() || eof_; });

@@ -68,11 +68,13 @@ TEST_CASE("engine-gguf vocab-from-hf and tokenize work end to end as a process")
   const std::string out = dir + "/qwen2.gguf";
   const std::string log = dir + "/log.txt";
   REQUIRE(std::system((tool + " vocab-from-hf '" + test::shared_path("models/vocab/qwen2-hf") + "' -o '" + out +
-                       "' > '" + log + "' 2>&1").c_str()) == 0);
+                       "' > '" + log + "' 2>&1")
+                          .c_str()) == 0);
   REQUIRE(std::system((tool + " tokenize '" + out + "' 'Hello, y'\\''all!' > '" + log + "' 2>&1").c_str()) == 0);
   CHECK(test::read_file(log) == "[9707,11,379,64848,0]\n");
   REQUIRE(std::system((tool + " tokenize '" + test::shared_path("models/stories260K.gguf") +
-                       "' 'Once upon a time' --bos > '" + log + "' 2>&1").c_str()) == 0);
+                       "' 'Once upon a time' --bos > '" + log + "' 2>&1")
+                          .c_str()) == 0);
   CHECK(test::read_file(log) == "[1,403,407,261,378]\n");
   CHECK(std::system((tool + " tokenize /nonexistent.gguf x > '" + log + "' 2>&1").c_str()) != 0);
   CHECK_THAT(test::read_file(log), Catch::StartsWith("error: "));

@@ -23,7 +23,8 @@ using V = std::vector<std::string>;
 }  // namespace
 
 TEST_CASE("every pre-tokenizer's regexes compile and split text into pieces that concatenate back") {
-  const std::string text = "Hello, y'all! How are you \xF0\x9F\x98\x81 ?\xE6\x88\x91\xE6\x83\xB3 apple1314151\n\n  \t x";
+  const std::string text =
+      "Hello, y'all! How are you \xF0\x9F\x98\x81 ?\xE6\x88\x91\xE6\x83\xB3 apple1314151\n\n  \t x";
   for (auto name : pre_tokenizer_names()) {
     INFO(name);
     const PreTokenizerSpec* spec = find_pre_tokenizer(name);
@@ -51,7 +52,9 @@ TEST_CASE("GPT-2, Llama 3 and Qwen2 pre-tokenizers split like their tokenizer.js
 }
 
 TEST_CASE("WordPiece normalisation lowercases, strips accents and isolates punctuation and CJK") {
-  CHECK(WpmEncoder::split_words("C\xE1\xBB\xAD" "a Vi\xE1\xBB\x87t, \xC3\x84pfel!") == V{"cua", "viet", ",", "apfel", "!"});
+  CHECK(WpmEncoder::split_words("C\xE1\xBB\xAD"
+                                "a Vi\xE1\xBB\x87t, \xC3\x84pfel!") == V{"cua", "viet", ",", "apfel", "!"});
   CHECK(WpmEncoder::split_words("\xE6\x88\x91\xE6\x83\xB3go") == V{"\xE6\x88\x91", "\xE6\x83\xB3", "go"});
-  CHECK(WpmEncoder::split_words("a\xE2\x80\x8D" "b\tc") == V{"ab", "c"});  // ZWJ (format) is dropped
+  CHECK(WpmEncoder::split_words("a\xE2\x80\x8D"
+                                "b\tc") == V{"ab", "c"});  // ZWJ (format) is dropped
 }

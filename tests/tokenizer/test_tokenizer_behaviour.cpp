@@ -35,7 +35,8 @@ const Tokenizer& phi3() {
   return *tok;
 }
 
-std::string stream_all(const Tokenizer& tok, const std::vector<int32_t>& ids, std::vector<std::string>* parts = nullptr) {
+std::string stream_all(const Tokenizer& tok, const std::vector<int32_t>& ids,
+                       std::vector<std::string>* parts = nullptr) {
   StreamDetokenizer stream(tok);
   std::string text;
   for (int32_t id : ids) {
@@ -51,7 +52,10 @@ bool is_valid_utf8(std::string_view s) { return tokenizer::utf8_sanitize(s) == s
 gguf::Metadata tiny_spm_metadata() {
   gguf::Metadata md;
   md.set_string("tokenizer.ggml.model", "llama");
-  md.set_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "\xE2\x96\x81" "a", "b"});
+  md.set_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>",
+                                                "\xE2\x96\x81"
+                                                "a",
+                                                "b"});
   md.set_float32_array("tokenizer.ggml.scores", {0, 0, 0, -1, -2});
   md.set_int32_array("tokenizer.ggml.token_type", {2, 3, 3, 1, 1});
   return md;
@@ -83,8 +87,8 @@ TEST_CASE("every golden file's prompts and outputs round-trip through its model'
       if (entry.path().extension() != ".json") continue;
       const auto golden = nlohmann::json::parse(test::read_file(entry.path().string()));
       const std::string model = golden["model"];
-      const std::string rel = fs::exists(fs::path(test::shared_dir()) / "models" / model)
-                                  ? "models/" + model : "models/synthetic/" + model;
+      const std::string rel =
+          fs::exists(fs::path(test::shared_dir()) / "models" / model) ? "models/" + model : "models/synthetic/" + model;
       auto tok = test::load_tokenizer(test::shared_path(rel));
       INFO(entry.path().string());
       for (const auto& c : golden["cases"]) {
@@ -155,8 +159,7 @@ TEST_CASE("special tokens are parsed only when asked, longest first, and user-de
   CHECK(spm.encode("Hello", false, false) == std::vector<int32_t>{15043});
 
   const Tokenizer& g = gpt2();
-  CHECK(g.encode("a<|endoftext|>b", false, true) ==
-        std::vector<int32_t>{g.find_token("a"), 50256, g.find_token("b")});
+  CHECK(g.encode("a<|endoftext|>b", false, true) == std::vector<int32_t>{g.find_token("a"), 50256, g.find_token("b")});
   const auto plain = g.encode("a<|endoftext|>b", false, false);
   CHECK(std::find(plain.begin(), plain.end(), 50256) == plain.end());
   CHECK(g.is_eog(50256));

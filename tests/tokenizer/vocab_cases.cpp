@@ -40,8 +40,7 @@ std::vector<VocabCase> load_vocab_cases(const std::string& inp_path, const std::
     cases.push_back(std::move(c));
   }
   if (cases.size() != texts.size())
-    throw std::runtime_error(fmt::format("{}: {} texts but {} lines of ids", inp_path, texts.size(),
-                                         cases.size()));
+    throw std::runtime_error(fmt::format("{}: {} texts but {} lines of ids", inp_path, texts.size(), cases.size()));
   return cases;
 }
 
@@ -50,8 +49,7 @@ std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const std::string& gguf_pat
   return tokenizer::Tokenizer::from_metadata(file->metadata());
 }
 
-int run_vocab_cases(const tokenizer::Tokenizer& tok, const std::vector<VocabCase>& cases,
-                    const std::string& name) {
+int run_vocab_cases(const tokenizer::Tokenizer& tok, const std::vector<VocabCase>& cases, const std::string& name) {
   int passed = 0;
   int shown = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -60,8 +58,7 @@ int run_vocab_cases(const tokenizer::Tokenizer& tok, const std::vector<VocabCase
       ++passed;
     } else if (shown++ < 5) {
       std::cout << fmt::format("  {} case {} {:?}\n    expected {}\n    got      {}\n", name, i,
-                               cases[i].text.substr(0, 60), fmt::join(cases[i].ids, " "),
-                               fmt::join(got, " "));
+                               cases[i].text.substr(0, 60), fmt::join(cases[i].ids, " "), fmt::join(got, " "));
     }
   }
   std::cout << fmt::format("{}: {}/{} cases\n", name, passed, cases.size());

@@ -21,7 +21,6 @@ std::vector<VocabCase> load_vocab_cases(const std::string& inp_path, const std::
 std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const std::string& gguf_path);
 std::string read_file(const std::string& path);
 // Passing cases; prints "<name>: n/m" and the first failures to stdout.
-int run_vocab_cases(const tokenizer::Tokenizer& tok, const std::vector<VocabCase>& cases,
-                    const std::string& name);
+int run_vocab_cases(const tokenizer::Tokenizer& tok, const std::vector<VocabCase>& cases, const std::string& name);
 
 }  // namespace baton::test

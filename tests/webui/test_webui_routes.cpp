@@ -60,8 +60,9 @@ TEST_CASE("GET /v1/dashboard reports the node, the queue and the recent time to 
   CHECK(d["totals"]["ttft_p50_ms"].is_null());
   CHECK(d["history"].is_array());
 
-  auto res = c.Post("/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 5, "temperature": 0, "stream": true})",
-                    "application/json");
+  auto res =
+      c.Post("/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 5, "temperature": 0, "stream": true})",
+             "application/json");
   REQUIRE(res);
   REQUIRE(res->status == 200);
   d = json::parse(c.Get("/v1/dashboard")->body);
@@ -73,7 +74,8 @@ TEST_CASE("GET /v1/dashboard reports the node, the queue and the recent time to 
   CHECK(d["nodes"][0]["compute_ms_per_token"].get<double>() > 0);
 }
 
-TEST_CASE("with an API key the page is public and the dashboard data is not, and --no-webui drops the page", "[webui]") {
+TEST_CASE("with an API key the page is public and the dashboard data is not, and --no-webui drops the page",
+          "[webui]") {
   baton::api::ServerOptions keyed;
   keyed.api_key = "k1";
   baton::test::LocalServer s({}, keyed);

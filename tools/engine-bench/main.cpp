@@ -43,8 +43,8 @@ struct Options {
   int reps = 5;
   bool mmap = false;  // keep weights in the file mapping
   int n_batch = 512, prefill_chunk = 0;
-  std::vector<int> verify_rows;  // speculative verification passes of these many rows
-  bool take_over = false;        // --config: take workers held by another coordinator
+  std::vector<int> verify_rows;   // speculative verification passes of these many rows
+  bool take_over = false;         // --config: take workers held by another coordinator
   double request_timeout_s = 30;  // --config: one forward pass through the chain
 };
 
@@ -185,24 +185,24 @@ void print_stage_stats(const std::string& test, baton::pipeline::Cluster& cluste
                       {"compute_ms_per_token", compute},
                       {"residence_ms_per_token", residence}});
     if (print)
-      fmt::print("# {}: stage {} ({}:{}, layers {}): compute {:.3f} ms/token, frame in -> out {:.3f} ms/token\n",
-                 test, p.node_id, p.host, p.port, to_string(p.layers), compute, residence);
+      fmt::print("# {}: stage {} ({}:{}, layers {}): compute {:.3f} ms/token, frame in -> out {:.3f} ms/token\n", test,
+                 p.node_id, p.host, p.port, to_string(p.layers), compute, residence);
   }
   for (size_t h = 0; h < after.hops.size(); ++h) {
     const auto& a = after.hops[h];
     const baton::pipeline::HopMetrics b = h < before.hops.size() ? before.hops[h] : baton::pipeline::HopMetrics{};
     const double bytes = (a.bytes - b.bytes) / tokens;
     const double measured_tokens = static_cast<double>(a.tokens - b.tokens);
-    nlohmann::json hop = {{"from", a.from}, {"to", a.to}, {"bytes_per_token", bytes},
-                          {"passes_unmeasured", a.unmeasured - b.unmeasured}};
+    nlohmann::json hop = {
+        {"from", a.from}, {"to", a.to}, {"bytes_per_token", bytes}, {"passes_unmeasured", a.unmeasured - b.unmeasured}};
     if (measured_tokens > 0) {
       const double ms = (a.network_ms - b.network_ms) / measured_tokens;
       const double err = (a.error_ms - b.error_ms) / measured_tokens;
       hop["network_ms_per_token"] = ms;
       hop["error_ms_per_token"] = err;
       if (print)
-        fmt::print("# {}: hop {} -> {}: {:.0f} bytes/token ({}), network {:.3f} ms/token +- {:.3f}\n", test, a.from, a.to,
-                   bytes, after.activations, ms, err);
+        fmt::print("# {}: hop {} -> {}: {:.0f} bytes/token ({}), network {:.3f} ms/token +- {:.3f}\n", test, a.from,
+                   a.to, bytes, after.activations, ms, err);
     } else if (print) {
       fmt::print("# {}: hop {} -> {}: {:.0f} bytes/token ({}), network not measured (no clock estimate)\n", test,
                  a.from, a.to, bytes, after.activations);
@@ -212,9 +212,10 @@ void print_stage_stats(const std::string& test, baton::pipeline::Cluster& cluste
   const double rtt = (after.round_trip_ms - before.round_trip_ms) / tokens;
   const double net = (after.network_ms - before.network_ms) / tokens;
   if (print)
-    fmt::print("# {}: network, all {} hops: {:.3f} ms/token of a {:.3f} ms/token round trip ({:.0f} passes; measured: "
-             "round trip - stage residences)\n",
-             test, plan.size() + 1, net, rtt, passes);
+    fmt::print(
+        "# {}: network, all {} hops: {:.3f} ms/token of a {:.3f} ms/token round trip ({:.0f} passes; measured: "
+        "round trip - stage residences)\n",
+        test, plan.size() + 1, net, rtt, passes);
   result["stages"] = stages;
   result["hops"] = hop_list;
   result["network_ms_per_token"] = net;
@@ -239,7 +240,8 @@ int main(int argc, char** argv) {
   app.add_option("-b,--batch-size", o.n_batch, "prompt tokens per chunk (the numerics' cut, as llama.cpp's ubatch)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--prefill-chunk", o.prefill_chunk,
-                 "prompt tokens per pass, pieces of a chunk (same bits; 0: 128 / stages within [8, 32] on a cluster, whole chunks locally)")
+                 "prompt tokens per pass, pieces of a chunk (same bits; 0: 128 / stages within [8, 32] on a cluster, "
+                 "whole chunks locally)")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--verify-rows", o.verify_rows,
                  "also time n-gen speculative verification passes of these many rows each (tests 'tv<rows>', "
@@ -247,9 +249,13 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::Range(1, 65));
   app.add_flag("--take-over", o.take_over, std::string("with --config: ") + baton::pipeline::kTakeOverHelp);
-  app.add_option("--request-timeout", o.request_timeout_s, std::string("with --config: ") + baton::pipeline::kRequestTimeoutHelp)->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--request-timeout", o.request_timeout_s,
+                 std::string("with --config: ") + baton::pipeline::kRequestTimeoutHelp)
+      ->check(CLI::Range(0.001, 86400.0));
   app.add_option("-r,--repetitions", o.reps, "repetitions per test")->check(CLI::Range(1, 1000));
-  app.add_flag("--mmap", o.mmap, "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
+  app.add_flag("--mmap", o.mmap,
+               "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read "
+               "under memory pressure, decode is slower");
   app.add_option("-o,--output", o.output, "md or json")->check(CLI::IsMember({"md", "json"}));
   baton::LogSettings log;
   baton::tools::add_log_options(app, log);
@@ -320,12 +326,19 @@ int main(int argc, char** argv) {
             fmt::print("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
             header = true;
           }
-          fmt::print("| {} | {} | {:.2f} M | CPU | {} | {} | {:.2f} ± {:.2f} |\n", model_type(file, mconfig), human_size(size),
-                     n_params / 1e6, nth, test, st.mean, st.sd);
+          fmt::print("| {} | {} | {:.2f} M | CPU | {} | {} | {:.2f} ± {:.2f} |\n", model_type(file, mconfig),
+                     human_size(size), n_params / 1e6, nth, test, st.mean, st.sd);
         }
-        results.push_back({{"model", o.model}, {"model_type", model_type(file, mconfig)}, {"size", size},
-                           {"params", n_params}, {"threads", nth}, {"test", test}, {"avg_ts", st.mean},
-                           {"stddev_ts", st.sd}, {"samples_ts", tps}, {"n_depth", bench.depth()},
+        results.push_back({{"model", o.model},
+                           {"model_type", model_type(file, mconfig)},
+                           {"size", size},
+                           {"params", n_params},
+                           {"threads", nth},
+                           {"test", test},
+                           {"avg_ts", st.mean},
+                           {"stddev_ts", st.sd},
+                           {"samples_ts", tps},
+                           {"n_depth", bench.depth()},
                            {"layer_weight_gbps", test.rfind("tg", 0) == 0 ? weight_bytes * st.mean / 1e9 : 0.0}});
       };
       // One test ("pp128", "tg64 @ d2048"): its repetitions, its table row and, on a cluster,
@@ -349,8 +362,8 @@ int main(int argc, char** argv) {
             std::vector<double> ms;
             for (const auto& tps : samples) ms.push_back(1000.0 * p / tps.get<double>());
             std::sort(ms.begin(), ms.end());
-            fmt::print("# {}: time to first token {:.1f} ms (median of {})\n", results.back()["test"].get<std::string>(),
-                       ms[ms.size() / 2], ms.size());
+            fmt::print("# {}: time to first token {:.1f} ms (median of {})\n",
+                       results.back()["test"].get<std::string>(), ms[ms.size() / 2], ms.size());
           }
         }
         for (int n : o.n_gen) run_test("tg", n, [&](int count) { return bench.generate(count); });

@@ -36,7 +36,8 @@ class LoadingServer {
     server_.set_keep_alive_max_count(1);
     auto answer = [this](const httplib::Request&, httplib::Response& res) {
       nlohmann::json body = {{"status", "loading"}, {"progress", progress_->to_json()}};
-      body["error"] = {{"code", 503}, {"message", "Loading model: " + progress_->line()}, {"type", "unavailable_error"}};
+      body["error"] = {
+          {"code", 503}, {"message", "Loading model: " + progress_->line()}, {"type", "unavailable_error"}};
       res.status = 503;
       res.set_header("Retry-After", "1");
       res.set_content(body.dump(), "application/json");

@@ -6,9 +6,11 @@
 // --n-batch N, --alias NAME, --chat-template NAME, -to/--timeout S, --header-timeout S,
 // --max-connections N, --no-webui (no chat page and dashboard at GET /), --cors-origin ORIGIN,
 // --no-slots, --secret-file F, --take-over and --request-timeout S (with --config; the secret as systemd's credential);
-// --spec, --draft-max/--draft-min, --model-draft (speculative decoding); llama-server's -np/--parallel, -b/--batch-size,
-// --ctx-size; -ngl is ignored with a note. Prints "listening on http://HOST:PORT" once it accepts connections; SIGTERM/SIGINT:
-// stop accepting, abort running requests, exit 0. Under systemd (Type=notify) READY=1 follows the "listening on" line.
+// --spec, --draft-max/--draft-min, --model-draft (speculative decoding); llama-server's -np/--parallel,
+// -b/--batch-size,
+// --ctx-size; -ngl is ignored with a note. Prints "listening on http://HOST:PORT" once it accepts connections;
+// SIGTERM/SIGINT: stop accepting, abort running requests, exit 0. Under systemd (Type=notify) READY=1 follows the
+// "listening on" line.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
@@ -55,14 +57,18 @@ int main(int argc, char** argv) {
   auto* host_opt = app.add_option("--host", http.host, "listen address (default 127.0.0.1)");
   auto* port_opt = app.add_option("--port", http.port, "listen port (default 8021; 0 = any free port)");
   std::string secret_file;
-  app.add_option("--secret-file", secret_file,
-                 "with --config: the cluster secret from this file instead of cluster.secret_file (systemd's credential "
-                 "directory, scripts/deploy/systemd)");
+  app.add_option(
+      "--secret-file", secret_file,
+      "with --config: the cluster secret from this file instead of cluster.secret_file (systemd's credential "
+      "directory, scripts/deploy/systemd)");
   app.add_option("--api-key", api_key, "require 'Authorization: Bearer KEY' (all routes but /health)");
   app.add_option("--api-key-file", api_key_file, "like --api-key, the key being the file's first line");
-  app.add_option("--slots,--parallel", so.scheduler.slots, "sequences generated at once (KV cache slots; also -np)")->check(CLI::Range(1, 256));
-  app.add_option("--queue", so.scheduler.queue_limit, "requests waiting for a slot before 503")->check(CLI::Range(0, 100000));
-  app.add_option("-b,--n-batch,--batch-size", so.scheduler.n_batch, "tokens per forward pass")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--slots,--parallel", so.scheduler.slots, "sequences generated at once (KV cache slots; also -np)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--queue", so.scheduler.queue_limit, "requests waiting for a slot before 503")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("-b,--n-batch,--batch-size", so.scheduler.n_batch, "tokens per forward pass")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--prefill-chunk", so.scheduler.prefill_chunk,
                  "prompt tokens per pass: pieces of the n-batch chunks in flight at several stages at once (same "
                  "bits; 0: 128 / stages within [8, 32] on a cluster, whole chunks locally)")
@@ -74,23 +80,35 @@ int main(int argc, char** argv) {
                  fmt::format("context length (default: the model's, at most {})", baton::kDefaultContextCap));
   app.add_option("-t,--threads", so.threads, "compute threads (default: all cores)");
   bool mmap = false;
-  app.add_flag("--mmap", mmap, "with --model: keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
+  app.add_flag("--mmap", mmap,
+               "with --model: keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted "
+               "and re-read under memory pressure, decode is slower");
   app.add_option("--alias", so.alias, "model id in the API (default: the file name without .gguf)");
   app.add_option("--chat-template", so.chat_template, "chat template by name (default: the model's)");
   app.add_option("--http-threads", http.threads, "HTTP worker threads (default slots + queue + 8)");
-  app.add_option("--timeout", http.timeout_s, "seconds a request body may take to arrive, and a response write may wait for the client (default 600)")->check(CLI::Range(0.001, 86400.0));
-  app.add_option("--header-timeout", http.header_timeout_s, "seconds a request's headers may take from its first byte; then 408 (default 10)")->check(CLI::Range(0.001, 3600.0));
-  app.add_option("--max-connections", http.max_connections, "open HTTP connections; more are answered 503 at once (default 1024)")->check(CLI::Range(1, 100000));
+  app.add_option(
+         "--timeout", http.timeout_s,
+         "seconds a request body may take to arrive, and a response write may wait for the client (default 600)")
+      ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--header-timeout", http.header_timeout_s,
+                 "seconds a request's headers may take from its first byte; then 408 (default 10)")
+      ->check(CLI::Range(0.001, 3600.0));
+  app.add_option("--max-connections", http.max_connections,
+                 "open HTTP connections; more are answered 503 at once (default 1024)")
+      ->check(CLI::Range(1, 100000));
   bool no_webui = false;
   app.add_flag("--no-webui", no_webui, "do not serve the chat page and dashboard at GET / (the API stays)");
-  app.add_option("--cors-origin", http.cors_origins,
-                 "let browser pages from ORIGIN call the API (repeat or comma-separate; '*' = any; default: same origin only)")
+  app.add_option(
+         "--cors-origin", http.cors_origins,
+         "let browser pages from ORIGIN call the API (repeat or comma-separate; '*' = any; default: same origin only)")
       ->take_all();
   baton::tools::SpecOptions spec;
   spec.add_to(app);
   app.add_flag("--take-over", so.take_over, std::string("with --config: ") + baton::pipeline::kTakeOverHelp);
   double request_timeout_s = 30;
-  app.add_option("--request-timeout", request_timeout_s, std::string("with --config: ") + baton::pipeline::kRequestTimeoutHelp)->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--request-timeout", request_timeout_s,
+                 std::string("with --config: ") + baton::pipeline::kRequestTimeoutHelp)
+      ->check(CLI::Range(0.001, 86400.0));
   bool no_slots = false;
   app.add_flag("--no-slots", no_slots, "disable GET /slots (501), as llama-server's --no-slots");
   baton::LogSettings log;
@@ -156,10 +174,12 @@ int main(int argc, char** argv) {
       model = baton::api::ServedModel::open_cluster(config, so);
       progress->done();
       baton::pipeline::LoadProgress::install(nullptr);  // re-plans later are not "loading"
-      loading.stop();  // the real server binds the same port next
-      spdlog::info("cluster ready: {} ({} layers) on {} nodes", config.model, model->info().n_layer, model->plan().size());
+      loading.stop();                                   // the real server binds the same port next
+      spdlog::info("cluster ready: {} ({} layers) on {} nodes", config.model, model->info().n_layer,
+                   model->plan().size());
       fmt::print("| node | address | layers |\n| --- | --- | --- |\n");
-      for (const auto& n : model->plan()) fmt::print("| {} | {}:{} | {} |\n", n.node_id, n.host, n.port, to_string(n.layers));
+      for (const auto& n : model->plan())
+        fmt::print("| {} | {}:{} | {} |\n", n.node_id, n.host, n.port, to_string(n.layers));
     } else {
       baton::tools::warn_if_ctx_above_trained("engine-coordinator", model_path, so.n_ctx);
       model = baton::api::ServedModel::open_local(model_path, so);
@@ -180,7 +200,8 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     spdlog::info("serving {} ({} slots, context {}){}", model->info().id, so.scheduler.slots, model->info().n_ctx,
                  http.api_key.empty() ? "" : ", API key required");
-    baton::tools::notify_systemd(fmt::format("READY=1\nSTATUS=serving {} at http://{}:{}", model->info().id, http.host, server.port()));
+    baton::tools::notify_systemd(
+        fmt::format("READY=1\nSTATUS=serving {} at http://{}:{}", model->info().id, http.host, server.port()));
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info("engine-coordinator: signal {}, shutting down", sig);

@@ -15,24 +15,24 @@ struct StatusArgs {
 int run_status(const StatusArgs& args);
 
 struct DoctorArgs {
-  std::string config;   // cluster.yaml
-  int64_t n_ctx = 0;    // <= 0: the model's, at most 4096 (as the coordinator)
-  int slots = 4;        // KV cache slots per worker (the coordinator's --slots)
-  double timeout_s = 2; // per TCP probe
+  std::string config;    // cluster.yaml
+  int64_t n_ctx = 0;     // <= 0: the model's, at most 4096 (as the coordinator)
+  int slots = 4;         // KV cache slots per worker (the coordinator's --slots)
+  double timeout_s = 2;  // per TCP probe
 };
 // Checks before anything starts: config, model, secret, every node's port (TCP connect, like
 // `nc -zv`), layer coverage and memory fit. Prints one line per check; 0 when all pass, else 1.
 int run_doctor(const DoctorArgs& args);
 
 struct InventoryArgs {
-  std::string inventory;                  // TSV/CSV: id, host, memory [, layers] [, port]
-  std::string model;                      // the coordinator's GGUF (relative to the output's directory)
+  std::string inventory;  // TSV/CSV: id, host, memory [, layers] [, port]
+  std::string model;      // the coordinator's GGUF (relative to the output's directory)
   std::string secret_file = "cluster.secret";
   bool insecure = false;
-  std::string master = "0.0.0.0:8021";    // cluster.master HOST:PORT
-  uint16_t port = 8010;                   // workers' port where the table has no port column
-  std::string output;                     // "" = stdout
-  int64_t n_ctx = 0;                      // for the memory check, as doctor's
+  std::string master = "0.0.0.0:8021";  // cluster.master HOST:PORT
+  uint16_t port = 8010;                 // workers' port where the table has no port column
+  std::string output;                   // "" = stdout
+  int64_t n_ctx = 0;                    // for the memory check, as doctor's
   int slots = 4;
 };
 // Writes cluster.yaml from an inventory table (tools/engine-ctl/inventory.cpp); checks it with the

@@ -140,8 +140,7 @@ void check_handshake(const ClusterConfig& config, const NodeConfig& n, const std
   if (!identity.empty() && status->model_identity != identity)
     r.fail(fmt::format("{} has model identity {}, the coordinator's model has {}: a different GGUF file", who,
                        status->model_identity, identity));
-  else if (!identity.empty())
-    r.ok(fmt::format("{}: same model (identity {})", who, identity));
+  else if (!identity.empty()) r.ok(fmt::format("{}: same model (identity {})", who, identity));
   // The planner's own rule for what a node can serve (planner.h: serves).
   if (n.layers && !serves(*status, *n.layers))
     r.fail(fmt::format("{} is given layers {} but its file holds {}", who, to_string(*n.layers),
@@ -198,13 +197,13 @@ int run_doctor(const DoctorArgs& args) {
     uint64_t weights = 0;
     for (auto b : fp.layer_bytes) weights += b;
     r.ok(fmt::format("model {}: {} layers, {} of layer weights, KV cache {} per layer (n_ctx {} x {} slots)",
-                     config.model, fp.n_layer, format_bytes(weights),
-                     format_bytes(fp.kv_bytes_per_layer), fp.n_ctx, fp.max_sequences));
+                     config.model, fp.n_layer, format_bytes(weights), format_bytes(fp.kv_bytes_per_layer), fp.n_ctx,
+                     fp.max_sequences));
     if (config.nodes_auto) {
-      r.note(fmt::format("nodes: auto: workers join {}:{} and are planned by memory and speed; the whole model needs "
-                         "{} on the workers together",
-                         config.master_host, config.control_port,
-                         format_bytes(range_bytes(fp, {}, {0, fp.n_layer}))));
+      r.note(
+          fmt::format("nodes: auto: workers join {}:{} and are planned by memory and speed; the whole model needs "
+                      "{} on the workers together",
+                      config.master_host, config.control_port, format_bytes(range_bytes(fp, {}, {0, fp.n_layer}))));
     } else {
       try {
         const auto plan = plan_layers(config, fp.n_layer);
@@ -220,12 +219,9 @@ int run_doctor(const DoctorArgs& args) {
         if (!local_ids.empty()) {
           const auto mem = registry::read_meminfo();
           const std::string what = fmt::format("this machine ({} local node(s)) needs {}, {} available",
-                                               local_ids.size(), format_bytes(local_need),
-                                               format_bytes(mem.available));
-          if (local_need <= mem.available)
-            r.ok("memory fit: " + what);
-          else
-            r.fail(fmt::format("memory fit: {}: {} missing", what, format_bytes(local_need - mem.available)));
+                                               local_ids.size(), format_bytes(local_need), format_bytes(mem.available));
+          if (local_need <= mem.available) r.ok("memory fit: " + what);
+          else r.fail(fmt::format("memory fit: {}: {} missing", what, format_bytes(local_need - mem.available)));
         }
         if (local_ids.size() < plan.size())
           r.note("memory of remote nodes is not checked here: their workers report it when they --join");

@@ -61,11 +61,20 @@ uint64_t parse_inventory_memory(const std::string& text, const std::string& wher
   auto [ptr, ec] = std::from_chars(begin, end, value);
   std::string unit = trim_inventory_field(std::string(ptr, end));
   std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
-  static const std::map<std::string, double> kUnits = {
-      {"", 1024.0 * 1024 * 1024}, {"b", 1},  {"k", 1024.0},          {"kb", 1024.0},          {"kib", 1024.0},
-      {"m", 1048576.0},           {"mb", 1048576.0},                  {"mib", 1048576.0},      {"g", 1073741824.0},
-      {"gb", 1073741824.0},       {"gib", 1073741824.0},              {"t", 1099511627776.0},  {"tb", 1099511627776.0},
-      {"tib", 1099511627776.0}};
+  static const std::map<std::string, double> kUnits = {{"", 1024.0 * 1024 * 1024},
+                                                       {"b", 1},
+                                                       {"k", 1024.0},
+                                                       {"kb", 1024.0},
+                                                       {"kib", 1024.0},
+                                                       {"m", 1048576.0},
+                                                       {"mb", 1048576.0},
+                                                       {"mib", 1048576.0},
+                                                       {"g", 1073741824.0},
+                                                       {"gb", 1073741824.0},
+                                                       {"gib", 1073741824.0},
+                                                       {"t", 1099511627776.0},
+                                                       {"tb", 1099511627776.0},
+                                                       {"tib", 1099511627776.0}};
   const auto u = kUnits.find(unit);
   if (ec != std::errc() || ptr == begin || u == kUnits.end() || !(value > 0) || !std::isfinite(value))
     fail("{}: memory '{}' is not a size (e.g. 16GiB, 8192MiB, 16 = GiB)", where, text);
@@ -126,7 +135,8 @@ std::vector<InventoryRow> read_inventory(const std::string& path, uint16_t defau
         if (!column.emplace(name, i).second) fail("{}: column '{}' appears twice", where, name);
       }
       for (const char* required : {"id", "host", "memory"})
-        if (!column.contains(required)) fail("{}: the header has no '{}' column (id, host, memory are required)", where, required);
+        if (!column.contains(required))
+          fail("{}: the header has no '{}' column (id, host, memory are required)", where, required);
       continue;
     }
     if (line.front() == '#') continue;
@@ -178,8 +188,7 @@ int run_inventory_to_config(const InventoryArgs& args) {
   }
 
   // The coordinator's own parser and planner judge the result, so what is written loads.
-  const std::string out_dir =
-      args.output.empty() ? "." : std::filesystem::absolute(args.output).parent_path().string();
+  const std::string out_dir = args.output.empty() ? "." : std::filesystem::absolute(args.output).parent_path().string();
   ClusterConfig config;
   try {
     config = parse_cluster_config(yaml, args.output.empty() ? "cluster.yaml" : args.output, out_dir);
@@ -205,8 +214,8 @@ int run_inventory_to_config(const InventoryArgs& args) {
       const uint64_t need = range_bytes(fp, {}, plan[i].layers);
       if (need > rows[i].memory)
         fmt::print(stderr, "warning: {}:{}: {} gets layers {}, which need {} (weights + KV + headroom); it has {}\n",
-                   args.inventory, rows[i].line, plan[i].node_id, to_string(plan[i].layers),
-                   format_bytes(need), format_bytes(rows[i].memory));
+                   args.inventory, rows[i].line, plan[i].node_id, to_string(plan[i].layers), format_bytes(need),
+                   format_bytes(rows[i].memory));
     }
   }
 

@@ -27,23 +27,26 @@ int main(int argc, char** argv) {
   auto* dr = app.add_subcommand("doctor", "check a cluster YAML before starting it");
   dr->add_option("config", doctor.config, "cluster YAML")->required();
   dr->add_option("-c,--ctx,--ctx-size", doctor.n_ctx,
-                  fmt::format("context length (default: the model's, at most {})", baton::kDefaultContextCap));
+                 fmt::format("context length (default: the model's, at most {})", baton::kDefaultContextCap));
   dr->add_option("--slots,--parallel", doctor.slots, "KV cache slots per worker (also -np)")->capture_default_str();
   dr->add_option("--timeout", doctor.timeout_s, "seconds per port probe")->capture_default_str();
   baton::ctl::InventoryArgs inventory;
-  auto* inv = app.add_subcommand("inventory-to-config",
-                                 "write cluster.yaml from a topology table (TSV/CSV: id, host, memory, optional layers, port)");
+  auto* inv =
+      app.add_subcommand("inventory-to-config",
+                         "write cluster.yaml from a topology table (TSV/CSV: id, host, memory, optional layers, port)");
   inv->add_option("inventory", inventory.inventory, "the table; the first line names the columns")->required();
   inv->add_option("-m,--model", inventory.model, "the coordinator's GGUF (relative paths: to the output's directory)")
       ->required();
-  auto* inv_secret = inv->add_option("--secret-file", inventory.secret_file, "cluster.secret_file")->capture_default_str();
-  inv->add_flag("--insecure", inventory.insecure, "write `insecure: true` instead of a secret file")->excludes(inv_secret);
+  auto* inv_secret =
+      inv->add_option("--secret-file", inventory.secret_file, "cluster.secret_file")->capture_default_str();
+  inv->add_flag("--insecure", inventory.insecure, "write `insecure: true` instead of a secret file")
+      ->excludes(inv_secret);
   inv->add_option("--master", inventory.master, "cluster.master HOST:PORT (the HTTP API)")->capture_default_str();
   inv->add_option("--port", inventory.port, "workers' port for rows without a port column")->capture_default_str();
   inv->add_option("-o,--output", inventory.output, "write here instead of stdout");
-  inv->add_option("-c,--ctx,--ctx-size", inventory.n_ctx,
-                  fmt::format("context length for the memory check (default: the model's, at most {})",
-                              baton::kDefaultContextCap));
+  inv->add_option(
+      "-c,--ctx,--ctx-size", inventory.n_ctx,
+      fmt::format("context length for the memory check (default: the model's, at most {})", baton::kDefaultContextCap));
   inv->add_option("--slots,--parallel", inventory.slots, "KV cache slots for the memory check")->capture_default_str();
   baton::LogSettings log;
   baton::tools::add_log_options(app, log);

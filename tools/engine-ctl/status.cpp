@@ -17,12 +17,14 @@ std::string str(const nlohmann::json& j, const char* key) {
 
 // The machine columns from a node's "readings" ("-" for what it does not report).
 std::string reading_cells(const nlohmann::json& n) {
-  const nlohmann::json r = n.contains("readings") && n["readings"].is_object() ? n["readings"] : nlohmann::json::object();
+  const nlohmann::json r =
+      n.contains("readings") && n["readings"].is_object() ? n["readings"] : nlohmann::json::object();
   auto has = [&](const char* k) { return r.contains(k) && r[k].is_number(); };
   auto bytes = [&](const char* k) {
     return has(k) ? format_bytes(static_cast<uint64_t>(r[k].get<double>())) : std::string("-");
   };
-  const std::string temp = has("cpu_temperature_celsius") ? fmt::format("{:.0f} °C", r["cpu_temperature_celsius"].get<double>()) : "-";
+  const std::string temp =
+      has("cpu_temperature_celsius") ? fmt::format("{:.0f} °C", r["cpu_temperature_celsius"].get<double>()) : "-";
   const std::string net = has("network_receive_bytes") || has("network_transmit_bytes")
                               ? fmt::format("{} / {}", bytes("network_receive_bytes"), bytes("network_transmit_bytes"))
                               : "-";
@@ -56,9 +58,9 @@ int run_status(const StatusArgs& args) {
   auto res = client.Get("/v1/cluster", headers);
   if (!res) {
     const bool refused = res.error() == httplib::Error::Connection;
-    fmt::print(stderr, "error: cannot reach the coordinator at {}: {}{}\n", address, httplib::to_string(res.error()),
-               refused ? " error (nothing listens there, or a firewall refuses it; is engine-coordinator running?)"
-                       : "");
+    fmt::print(
+        stderr, "error: cannot reach the coordinator at {}: {}{}\n", address, httplib::to_string(res.error()),
+        refused ? " error (nothing listens there, or a firewall refuses it; is engine-coordinator running?)" : "");
     return 1;
   }
   if (res->status == 503) {  // still connecting or loading: say how far it got
@@ -66,9 +68,9 @@ int run_status(const StatusArgs& args) {
       const auto doc = nlohmann::json::parse(res->body);
       if (doc.value("status", "") == "loading") {
         const auto& p = doc["progress"];
-        fmt::print("cluster {}: LOADING ({}), {}/{} nodes connected, {}/{} ready: {}\n", address,
-                   p.value("phase", "?"), p.value("nodes_connected", 0), p.value("nodes_total", 0),
-                   p.value("nodes_ready", 0), p.value("nodes_total", 0),
+        fmt::print("cluster {}: LOADING ({}), {}/{} nodes connected, {}/{} ready: {}\n", address, p.value("phase", "?"),
+                   p.value("nodes_connected", 0), p.value("nodes_total", 0), p.value("nodes_ready", 0),
+                   p.value("nodes_total", 0),
                    doc.contains("error") ? doc["error"].value("message", "") : std::string());
         return 1;
       }
@@ -91,7 +93,9 @@ int run_status(const StatusArgs& args) {
              doc.value("layers_covered", false) ? "" : "not ", doc.value("n_layer", 0));
   if (doc.contains("detail") && doc["detail"].is_string() && !doc["detail"].get<std::string>().empty())
     fmt::print("detail: {}\n", doc["detail"].get<std::string>());
-  fmt::print("| id | address | status | layers | memory | load | last heartbeat | role | cpu temp | mem available | net rx / tx | connections |\n");
+  fmt::print(
+      "| id | address | status | layers | memory | load | last heartbeat | role | cpu temp | mem available | net rx / "
+      "tx | connections |\n");
   fmt::print("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& n : doc.value("nodes", nlohmann::json::array())) {
     std::string layers = "-";
@@ -102,13 +106,12 @@ int run_status(const StatusArgs& args) {
       return n.contains(key) && n[key].is_number_unsigned() ? n[key].get<uint64_t>() : uint64_t{0};
     };
     const auto total = bytes("memory_total_bytes"), used = bytes("memory_used_bytes");
-    const std::string memory =
-        total ? fmt::format("{} / {}", format_bytes(used), format_bytes(total)) : "-";
+    const std::string memory = total ? fmt::format("{} / {}", format_bytes(used), format_bytes(total)) : "-";
     std::string hb = "-";
     if (n.contains("last_heartbeat_seconds") && n["last_heartbeat_seconds"].is_number())
       hb = fmt::format("{:.1f} s ago", n["last_heartbeat_seconds"].get<double>());
-    fmt::print("| {} | {} | {} | {} | {} | {:.0f}% | {} | {} | {} |\n", str(n, "id"), str(n, "address"), str(n, "status"),
-               layers, memory, 100 * n.value("load", 0.0), hb, str(n, "role"), reading_cells(n));
+    fmt::print("| {} | {} | {} | {} | {} | {:.0f}% | {} | {} | {} |\n", str(n, "id"), str(n, "address"),
+               str(n, "status"), layers, memory, 100 * n.value("load", 0.0), hb, str(n, "role"), reading_cells(n));
   }
   return ready ? 0 : 1;
 }

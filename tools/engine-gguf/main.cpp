@@ -48,7 +48,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<CLI::App*> subs;
   for (const auto& c : baton::tools::commands()) subs.push_back(app.add_subcommand(c.name, c.help));
-  auto parse = [&]() { return baton::tools::parse_tool_command_line(app, argc, argv, "engine-gguf", {.ignore_gpu_layers = false}); };
+  auto parse = [&]() {
+    return baton::tools::parse_tool_command_line(app, argc, argv, "engine-gguf", {.ignore_gpu_layers = false});
+  };
   // The command is the first word: its function adds its options to its subcommand, then parses.
   if (argc < 2) {
     fmt::print(stderr, "{}", app.help());

@@ -39,11 +39,12 @@ int run_quantize(CLI::App& app, const baton::tools::ParseCommandLine& parse) {
   const auto r = quantize::quantize_model(in, out, options);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("{}: {} -> {}: {:.1f} MiB -> {:.1f} MiB of tensors ({} quantized) in {:.1f} s\n",
-             quantize::file_type_name(*ftype), in, out, r.in_bytes / 1048576.0, r.out_bytes / 1048576.0,
-             r.n_quantized, s);
+             quantize::file_type_name(*ftype), in, out, r.in_bytes / 1048576.0, r.out_bytes / 1048576.0, r.n_quantized,
+             s);
   return 0;
 }
 
-const bool registered_quantize = tools::register_command({"quantize", "quantize a model (Q4_K_M, Q8_0, ...)", run_quantize});
+const bool registered_quantize =
+    tools::register_command({"quantize", "quantize a model (Q4_K_M, Q8_0, ...)", run_quantize});
 
 }  // namespace

@@ -114,7 +114,8 @@ int run_synth(CLI::App& app, const baton::tools::ParseCommandLine& parse) {
   app.add_option("--head-dim", o.head_dim, "head width (default: n-embd / n-head)")->check(CLI::Range(0, 1024));
   app.add_option("--ctx", o.n_ctx, "context_length to record")->check(CLI::Range(16, 1 << 20));
   app.add_option("--rope-base", o.rope_base, "rope.freq_base");
-  app.add_option("--vocab-from", o.vocab_from, "copy the tokenizer of this GGUF (default: a 259-token byte vocabulary)");
+  app.add_option("--vocab-from", o.vocab_from,
+                 "copy the tokenizer of this GGUF (default: a 259-token byte vocabulary)");
   app.add_option("--type", o.type, "f32 or f16 weight matrices")->check(CLI::IsMember({"f32", "f16"}));
   app.add_option("--seed", o.seed, "random seed");
   app.add_option("-o,--output", o.output, "file to write")->required();
@@ -123,7 +124,8 @@ int run_synth(CLI::App& app, const baton::tools::ParseCommandLine& parse) {
   if (o.n_head_kv == 0) o.n_head_kv = o.n_head;
   if (o.n_head % o.n_head_kv != 0) fail("--n-head {} must be a multiple of --n-head-kv {}", o.n_head, o.n_head_kv);
   if (o.head_dim == 0) {
-    if (o.n_embd % o.n_head != 0) fail("--n-embd {} is not divisible by --n-head {}: give --head-dim", o.n_embd, o.n_head);
+    if (o.n_embd % o.n_head != 0)
+      fail("--n-embd {} is not divisible by --n-head {}: give --head-dim", o.n_embd, o.n_head);
     o.head_dim = o.n_embd / o.n_head;
   }
   if (o.head_dim % 2 != 0) fail("head dim {} must be even (RoPE rotates pairs)", o.head_dim);

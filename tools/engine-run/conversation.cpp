@@ -69,8 +69,8 @@ ChatTemplate choose_template(const gguf::GgufFile& file, const std::string& name
 
 }  // namespace
 
-int run_conversation(const gguf::GgufFile& file, const tokenizer::Tokenizer& tok, ModelHead& head,
-                     LayerRunner& layers, const ConversationOptions& options) {
+int run_conversation(const gguf::GgufFile& file, const tokenizer::Tokenizer& tok, ModelHead& head, LayerRunner& layers,
+                     const ConversationOptions& options) {
   // stdout carries only the replies: log lines (e.g. which chat template) go to stderr, as in
   // every tool (main sets the logger, tools/logging.h).
   const ChatTemplate chat = choose_template(file, options.chat_template);
@@ -82,7 +82,8 @@ int run_conversation(const gguf::GgufFile& file, const tokenizer::Tokenizer& tok
     if (!options.system_prompt.empty()) history.push_back({"system", options.system_prompt});
   };
   reset();
-  fmt::print(stderr, "chat template: {}; /reset forgets the conversation, Ctrl-C stops a reply, Ctrl-D or /exit quits\n",
+  fmt::print(stderr,
+             "chat template: {}; /reset forgets the conversation, Ctrl-C stops a reply, Ctrl-D or /exit quits\n",
              chat.name());
   Generator generator(head, layers);
   GenerateOptions go = options.generate;
@@ -138,9 +139,12 @@ int run_conversation(const gguf::GgufFile& file, const tokenizer::Tokenizer& tok
     fmt::print("{}\n", rest);
     std::fflush(stdout);
     const bool stopped = g_interrupted.exchange(false);
-    const double tg = result.steps.size() > 1 ? (result.steps.size() - 1) / std::max(result.generation_seconds, 1e-9) : 0;
+    const double tg =
+        result.steps.size() > 1 ? (result.steps.size() - 1) / std::max(result.generation_seconds, 1e-9) : 0;
     fmt::print(stderr, "[{} tokens, {:.1f} tokens/s, prompt {} tokens{}]\n", result.steps.size(), tg, prompt.size(),
-               stopped ? ", stopped" : result.finish_reason == baton::FinishReason::kLength ? ", length limit" : "");
+               stopped                                                ? ", stopped"
+               : result.finish_reason == baton::FinishReason::kLength ? ", length limit"
+                                                                      : "");
     history.push_back({"assistant", reply});
   }
   return 0;

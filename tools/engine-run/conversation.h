@@ -14,10 +14,10 @@
 namespace baton {
 
 struct ConversationOptions {
-  std::string system_prompt;   // "" = none
-  std::string chat_template;   // by name; "" = the model's own
-  GenerateOptions generate;    // n_predict < 0: until end of generation or the context is full
-  bool ignore_eos = false;     // generate past end-of-generation tokens (up to n_predict)
+  std::string system_prompt;  // "" = none
+  std::string chat_template;  // by name; "" = the model's own
+  GenerateOptions generate;   // n_predict < 0: until end of generation or the context is full
+  bool ignore_eos = false;    // generate past end-of-generation tokens (up to n_predict)
 };
 
 // Reads user turns from stdin (a line; a trailing '\' continues it on the next line), formats
@@ -26,7 +26,7 @@ struct ConversationOptions {
 // (SIGINT) stops the reply being generated and keeps the program; the stopped reply stays in
 // the history. When the history outgrows the context, the oldest turns are dropped.
 // Returns the exit code.
-int run_conversation(const gguf::GgufFile& file, const tokenizer::Tokenizer& tok, ModelHead& head,
-                     LayerRunner& layers, const ConversationOptions& options);
+int run_conversation(const gguf::GgufFile& file, const tokenizer::Tokenizer& tok, ModelHead& head, LayerRunner& layers,
+                     const ConversationOptions& options);
 
 }  // namespace baton

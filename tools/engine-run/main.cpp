@@ -46,7 +46,7 @@ struct Options {
   bool n_predict_given = false;
   std::string system_prompt, chat_template;
   baton::tools::SpecOptions spec;
-  bool take_over = false;        // --config: take workers held by another coordinator
+  bool take_over = false;         // --config: take workers held by another coordinator
   double request_timeout_s = 30;  // --config: one forward pass through the chain
 };
 
@@ -160,8 +160,7 @@ int run(const Options& o) {
     go.on_prompt_progress = [&progress](size_t done, size_t total) {
       progress.show("prompt", total ? double(done) / double(total) : 1.0, fmt::format("{}/{} tokens", done, total));
     };
-  else
-    print_prompt();
+  else print_prompt();
   auto result = generator.generate(1, prompt_tokens, go, [&](const baton::GeneratedStep& step) {
     print_prompt();
     if (!o.json && !tok.is_eog(step.token)) {
@@ -213,7 +212,8 @@ int run(const Options& o) {
     if (result.speculation.drafted > 0)
       fmt::print(stderr, "speculation: {} of {} draft tokens kept, {:.2f} tokens per pass\n",
                  result.speculation.accepted, result.speculation.drafted,
-                 static_cast<double>(result.steps.size() - 1) / static_cast<double>(std::max<size_t>(1, result.decode_passes)));
+                 static_cast<double>(result.steps.size() - 1) /
+                     static_cast<double>(std::max<size_t>(1, result.decode_passes)));
   }
   return 0;
 }
@@ -241,19 +241,25 @@ int main(int argc, char** argv) {
   app.add_option("--presence-penalty", o.sampling.presence_penalty, "presence penalty");
   app.add_option("--frequency-penalty", o.sampling.frequency_penalty, "frequency penalty");
   app.add_option("-s,--seed", o.seed, "random seed (-1: random)");
-  app.add_flag("--mmap", o.mmap, "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
+  app.add_flag("--mmap", o.mmap,
+               "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read "
+               "under memory pressure, decode is slower");
   app.add_flag("--json", o.json, "print one JSON object: prompt_tokens, tokens, text, steps with top-5 logprobs");
   app.add_option("--top-logprobs", o.top_logprobs, "top entries per step in --json")->check(CLI::Range(0, 100));
   app.add_flag("--tokenize", o.tokenize_only, "print only the prompt's token ids as a JSON array");
   app.add_flag("--no-bos", o.no_bos, "do not add the special tokens the model adds around a prompt (BOS)");
-  app.add_option("-b,--batch-size", o.n_batch, "prompt tokens per chunk: how the prompt is cut (the numerics; as llama.cpp's ubatch)")
+  app.add_option("-b,--batch-size", o.n_batch,
+                 "prompt tokens per chunk: how the prompt is cut (the numerics; as llama.cpp's ubatch)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--prefill-chunk", o.prefill_chunk,
-                 "prompt tokens per pass on a pipeline (pieces of a chunk, same bits; 0: 128 / stages within [8, 32] on a cluster, whole chunks locally)")
+                 "prompt tokens per pass on a pipeline (pieces of a chunk, same bits; 0: 128 / stages within [8, 32] "
+                 "on a cluster, whole chunks locally)")
       ->check(CLI::Range(0, 1 << 20));
   o.spec.add_to(app);
   app.add_flag("--take-over", o.take_over, std::string("with --config: ") + baton::pipeline::kTakeOverHelp);
-  app.add_option("--request-timeout", o.request_timeout_s, std::string("with --config: ") + baton::pipeline::kRequestTimeoutHelp)->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--request-timeout", o.request_timeout_s,
+                 std::string("with --config: ") + baton::pipeline::kRequestTimeoutHelp)
+      ->check(CLI::Range(0.001, 86400.0));
   app.add_option("--split", o.split, "run the layers as several local stages, e.g. 2,4 (for testing splits)");
   app.add_flag("--ignore-eos", o.ignore_eos, "generate past the end-of-generation token (up to -n)");
   app.add_flag("--conversation", o.conversation, "interactive chat with the model's chat template (also -cnv)");

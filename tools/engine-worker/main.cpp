@@ -55,7 +55,9 @@ int main(int argc, char** argv) {
   auto* sf = app.add_option("--secret-file", secret_file, "file holding the cluster secret");
   app.add_flag("--insecure", insecure, "no authentication (the coordinator must be insecure too)")->excludes(sf);
   bool mmap = false;
-  app.add_flag("--mmap", mmap, "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read under memory pressure, decode is slower");
+  app.add_flag("--mmap", mmap,
+               "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read "
+               "under memory pressure, decode is slower");
   app.add_option("--pid-file", pid_file, "write the process id here; removed on exit");
   std::string join, registry_url, advertise;
   int heartbeat_ms = 1000;
@@ -66,7 +68,8 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval when registered")->capture_default_str();
   app.add_option("--speed", speed, "announce this speed (GFLOP/s) instead of measuring it (0: measure)");
   app.add_option("--advertise", advertise,
-                 "address announced to the registry (default: --host, or with --host 0.0.0.0 the local address of the route to the registry)");
+                 "address announced to the registry (default: --host, or with --host 0.0.0.0 the local address of the "
+                 "route to the registry)");
   app.add_option("--max-memory", max_memory_mib,
                  "offer at most this much memory to the cluster, in MiB (0: all free memory)")
       ->check(CLI::NonNegativeNumber);
@@ -114,12 +117,14 @@ int main(int argc, char** argv) {
     if (!join.empty()) std::tie(jo_opts.host, jo_opts.port) = baton::registry::parse_host_port(join, "--join");
     if (!registry_url.empty()) baton::registry::parse_etcd_url(registry_url);
     if (advertise.empty() && baton::tools::is_wildcard_address(o.host) && (!join.empty() || !registry_url.empty())) {
-      const auto etcd = registry_url.empty() ? baton::registry::EtcdUrl{} : baton::registry::parse_etcd_url(registry_url);
+      const auto etcd =
+          registry_url.empty() ? baton::registry::EtcdUrl{} : baton::registry::parse_etcd_url(registry_url);
       advertise = join.empty() ? baton::tools::local_address_towards(etcd.host, etcd.port)
                                : baton::tools::local_address_towards(jo_opts.host, jo_opts.port);
-      spdlog::info("engine-worker {}: advertising {} (the local address of the route to the registry; --advertise "
-                   "overrides)",
-                   o.node_id, advertise);
+      spdlog::info(
+          "engine-worker {}: advertising {} (the local address of the route to the registry; --advertise "
+          "overrides)",
+          o.node_id, advertise);
     }
     baton::pipeline::Worker worker(o);
     if (!pid_file.empty()) {
@@ -128,8 +133,8 @@ int main(int argc, char** argv) {
     }
     fmt::print("engine-worker {} listening on {}:{}\n", o.node_id, o.host, worker.port());
     std::fflush(stdout);
-    spdlog::info("engine-worker {} listening on {}:{} (model {}, {})", o.node_id, o.host, worker.port(),
-                 o.model_path, insecure ? "insecure" : "authenticated");
+    spdlog::info("engine-worker {} listening on {}:{} (model {}, {})", o.node_id, o.host, worker.port(), o.model_path,
+                 insecure ? "insecure" : "authenticated");
     baton::tools::notify_systemd(fmt::format("READY=1\nSTATUS=listening on {}:{}", o.host, worker.port()));
     std::unique_ptr<baton::registry::Membership> membership;
     if (!join.empty() || !registry_url.empty()) {
@@ -162,8 +167,8 @@ int main(int argc, char** argv) {
         jo_opts.heartbeat_interval = interval;
         membership = baton::registry::start_control_join(o.node_id, jo_opts, status);
       } else {
-        membership = baton::registry::start_backend_join(baton::registry::EtcdRegistry::open(registry_url), interval,
-                                                         status);
+        membership =
+            baton::registry::start_backend_join(baton::registry::EtcdRegistry::open(registry_url), interval, status);
       }
     }
     int sig = 0;
