@@ -44,6 +44,7 @@ struct ModelFootprint {
   std::string model_identity;
   int64_t n_layer = 0;
   std::vector<uint64_t> layer_bytes;  // [n_layer] weights of blk.N.*
+  std::vector<double> layer_flops;    // [n_layer] FLOP per token of blk.N.* (2 x its matrices' elements)
   uint64_t shared_bytes = 0;          // non-block tensors every worker binds (e.g. rope_freqs), not
                                       // the embeddings / output head (those stay on the coordinator)
   uint64_t kv_bytes_per_layer = 0;    // K+V (F16) for n_ctx positions x max_sequences slots

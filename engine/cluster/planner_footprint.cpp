@@ -49,10 +49,12 @@ ModelFootprint ModelFootprint::from_file(const gguf::GgufFile& file, int64_t n_c
   m.model_identity = gguf::model_identity(file);
   m.n_layer = config.n_layer;
   m.layer_bytes.assign(static_cast<size_t>(config.n_layer), 0);
+  m.layer_flops.assign(static_cast<size_t>(config.n_layer), 0.0);
   for (const auto& t : file.tensors()) {
     const int64_t il = gguf::tensor_layer(t.name);
     if (il >= 0 && il < config.n_layer) {
       m.layer_bytes[static_cast<size_t>(il)] += t.n_bytes;
+      if (t.ne.size() >= 2) m.layer_flops[static_cast<size_t>(il)] += 2.0 * static_cast<double>(t.n_elements());
     } else if (il < 0 && t.name.rfind("token_", 0) != 0 && t.name.rfind("output", 0) != 0 &&
                t.name.rfind("position_embd", 0) != 0) {
       m.shared_bytes += t.n_bytes;

@@ -30,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -143,7 +144,10 @@ class DynamicCluster : public api::ClusterView {
   };
 
   std::vector<NodeEntry> wait_for_nodes();
+  // Usable nodes, each with its measured speed where one is known.
   std::vector<NodeRecord> usable_records() const;
+  // Reads the loaded chain's per-stage compute times into measured_speed_ (before a re-plan).
+  void remember_pass_speeds(const std::vector<PlannedStage>& current);
   // The plan over `records` around the pinned nodes (each pinned node's registered record
   // replaces its YAML one when it joined).
   std::vector<PlannedStage> plan_over(const std::vector<NodeRecord>& records) const;
@@ -179,6 +183,9 @@ class DynamicCluster : public api::ClusterView {
   std::string broken_;                // guarded by plan_mutex_: why the loaded pipeline cannot serve
   std::string replan_error_;          // guarded by plan_mutex_: why the last re-plan or load failed
   std::set<std::string> considered_;  // guarded by plan_mutex_: usable node ids at the last plan
+  // guarded by plan_mutex_: planned nodes' speeds from their real pass times (pass_speed.h), which
+  // replace the join-time calibration in every later plan; kept across re-plans.
+  std::map<std::string, double> measured_speed_;
   mutable std::mutex cluster_mutex_;  // guards the cluster_ pointer against metrics()/node_plan()
   std::unique_ptr<pipeline::Chain> cluster_;
   std::atomic<bool> loaded_{false};

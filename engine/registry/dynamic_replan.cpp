@@ -4,9 +4,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include <fmt/ranges.h>
 
 #include "engine/base/error.h"
+#include "engine/registry/pass_speed.h"
 #include "engine/registry/planned_node_state.h"
 
 namespace baton::registry {
@@ -33,10 +36,43 @@ std::vector<PlannedStage> DynamicCluster::plan_over(const std::vector<NodeRecord
 }
 
 std::vector<NodeRecord> DynamicCluster::usable_records() const {
+  std::map<std::string, double> measured;
+  {
+    std::lock_guard lock(plan_mutex_);
+    measured = measured_speed_;
+  }
   std::vector<NodeRecord> records;
   for (const auto& e : registry_->entries())
-    if (usable_for_plan(e, footprint_.model_identity)) records.push_back(e.record);
+    if (usable_for_plan(e, footprint_.model_identity)) {
+      records.push_back(e.record);
+      if (auto it = measured.find(e.record.node_id); it != measured.end())
+        records.back().speed = static_cast<float>(it->second);
+    }
   return records;
+}
+
+void DynamicCluster::remember_pass_speeds(const std::vector<PlannedStage>& current) {
+  const auto m = metrics();
+  if (!m || m->tokens == 0) return;
+  std::vector<StageWork> work;
+  for (const auto& stage : m->stages) {
+    auto it = std::find_if(current.begin(), current.end(),
+                           [&](const PlannedStage& p) { return p.record.node_id == stage.node_id; });
+    if (it == current.end()) continue;
+    double flops = 0;
+    for (int64_t l = it->stage.layers.begin; l < it->stage.layers.end; ++l)
+      if (static_cast<size_t>(l) < footprint_.layer_flops.size())
+        flops += footprint_.layer_flops[static_cast<size_t>(l)];
+    work.push_back({stage.node_id, flops, stage.compute_ms, static_cast<double>(m->tokens), it->record.speed});
+  }
+  const auto speeds = speeds_from_passes(work);
+  if (speeds.empty()) return;
+  std::string listed;
+  for (const auto& [id, gflops] : speeds) listed += fmt::format("{}{}={:.2f}", listed.empty() ? "" : " ", id, gflops);
+  spdlog::info("registry event=speeds-measured tokens={} reason=\"from the stages' compute times: {}\"", m->tokens,
+               listed);
+  std::lock_guard lock(plan_mutex_);
+  for (const auto& [id, gflops] : speeds) measured_speed_[id] = gflops;
 }
 
 void DynamicCluster::set_replan_error(const std::string& error) {
@@ -87,6 +123,7 @@ bool DynamicCluster::replan() {
     else if (const std::string moved = moved_since_planned(p, *e); !moved.empty())
       gone.push_back(fmt::format("node {} (layers {}) {}", p.record.node_id, to_string(p.stage.layers), moved));
   }
+  remember_pass_speeds(current);
   const auto records = usable_records();
   const auto joined = newcomers(records);
   if (!lost && joined.empty()) {  // nothing new: keep the plan (a spare a minimal re-plan left out stays out)

@@ -280,3 +280,40 @@ TEST_CASE("registry: a node joining or leaving an idle cluster triggers a re-pla
         CHECK(WorkerProcess::eventually_contains(w, "re-adopted load"));
       }
 }
+
+TEST_CASE("registry: a re-plan plans with the speeds measured from real passes, not those announced at join",
+          "[registry]") {
+  // Two identical processes on one machine, one announcing a speed 400x the other's (what a
+  // calibration taken while the machine was busy looks like, issue 29). After real passes the
+  // next plan sees them as about equal, and the output stays that of one process.
+  const std::string secret = write_secret("measured speed secret");
+  const uint16_t port = baton::test::free_loopback_port();
+  const auto want = local_tokens();
+  auto w1 = join("w1", port, secret, "400");
+  auto w2 = join("w2", port, secret, "1");
+  DynamicCluster dc(auto_config(secret, baton::test::temp_dir() + "/nodes-speed.json", 2, port), options());
+  dc.start();
+  auto speed_of = [&](const std::string& id) {
+    for (const auto& p : dc.plan())
+      if (p.record.node_id == id) return static_cast<double>(p.record.speed);
+    return -1.0;
+  };
+  REQUIRE(speed_of("w1") == 400);
+  REQUIRE(speed_of("w2") == 1);
+  {
+    auto c = baton::test::loaded_pipeline(dc);
+    for (int i = 0; i < 3; ++i) CHECK(generate_tokens(c.layers(), c.head(), c.tokenizer(), 40).size() == 40);
+  }
+  auto w3 = join("w3", port, secret, "1");  // a join is what makes the idle cluster re-plan
+  REQUIRE(time_until([&] { return dc.replan_wanted(); }) >= 0ms);
+  REQUIRE(dc.replan());
+  const double w1_speed = speed_of("w1"), w2_speed = speed_of("w2");
+  INFO("measured: w1 " << w1_speed << ", w2 " << w2_speed << "\n" << dc.plan_table());
+  REQUIRE(w1_speed > 0);
+  REQUIRE(w2_speed > 0);
+  CHECK(w1_speed / w2_speed < 20);  // announced 400
+  CHECK(w2_speed / w1_speed < 20);
+  CHECK(speed_of("w3") == 1);  // not measured yet: its announced speed stands
+  auto c = baton::test::loaded_pipeline(dc);
+  CHECK(generate_tokens(c.layers(), c.head(), c.tokenizer()) == want);
+}
