@@ -20,8 +20,8 @@
 namespace baton::pipeline {
 
 struct RunnerOptions {
-  int max_sequences = 1;                                  // KV cache slots (in this process or on every worker)
-  std::vector<std::pair<int64_t, int64_t>> layer_ranges;  // local: [first, last) stages; empty: one
+  int max_sequences = 1;                // KV cache slots (in this process or on every worker)
+  std::vector<LayerSpan> layer_ranges;  // local: the stages in order; empty: one
   // A cluster's: --take-over, --request-timeout, activations, coordinator id (threads and n_ctx
   // are the front's).
   ClusterOptions cluster;

@@ -16,12 +16,12 @@ void gather_output_rows(const TokenBatch& batch, const std::vector<float>& hidde
 }
 
 LocalLayers::LocalLayers(std::shared_ptr<const gguf::GgufFile> file, const ModelConfig& config,
-                         const StageOptions& options, kernels::ThreadPool& pool,
-                         std::vector<std::pair<int64_t, int64_t>> ranges)
+                         const StageOptions& options, kernels::ThreadPool& pool, std::vector<LayerSpan> ranges)
     : n_embd_(config.n_embd) {
   if (ranges.empty()) ranges.push_back({0, config.n_layer});
   int64_t expected = 0;
-  for (auto [first, last] : ranges) {
+  for (const LayerSpan& span : ranges) {
+    const int64_t first = span.begin, last = span.end;
     if (first != expected || last <= first)
       fail("layer ranges must cover 0..{} contiguously; range [{}, {}) does not follow layer {}", config.n_layer, first,
            last, expected);

@@ -7,15 +7,16 @@
 #include <vector>
 
 #include "engine/model/stage.h"
+#include "engine/base/layer_span.h"
 #include "engine/runtime/layer_runner.h"
 
 namespace baton {
 
 class LocalLayers : public LayerRunner {
  public:
-  // ranges: [first, last) pairs covering 0..n_layer contiguously; empty = one stage of all layers.
+  // ranges: spans covering 0..n_layer contiguously; empty = one stage of all layers.
   LocalLayers(std::shared_ptr<const gguf::GgufFile> file, const ModelConfig& config, const StageOptions& options,
-              kernels::ThreadPool& pool, std::vector<std::pair<int64_t, int64_t>> ranges = {});
+              kernels::ThreadPool& pool, std::vector<LayerSpan> ranges = {});
 
   void forward(const TokenBatch& batch, std::vector<float>& hidden, std::vector<float>& out_rows) override;
   void reset_sequence(uint64_t seq_id) override;

@@ -23,7 +23,7 @@ struct LocalModelOptions {
   int threads = 0;    // <= 0: hardware concurrency
   int64_t n_ctx = 0;  // <= 0: the model's, capped at 4096
   int max_sequences = 1;
-  std::vector<std::pair<int64_t, int64_t>> layer_ranges;   // empty: one stage
+  std::vector<LayerSpan> layer_ranges;                     // stages in order; empty: one stage
   WeightPlacement placement = WeightPlacement::kResident;  // --mmap: kMapped (engine/model/weights.h)
 };
 

@@ -51,8 +51,8 @@ struct Options {
 };
 
 // "2,4" -> [0,2) [2,4) [4,n_layer)
-std::vector<std::pair<int64_t, int64_t>> parse_split(const std::string& spec, int64_t n_layer) {
-  std::vector<std::pair<int64_t, int64_t>> ranges;
+std::vector<baton::LayerSpan> parse_split(const std::string& spec, int64_t n_layer) {
+  std::vector<baton::LayerSpan> ranges;
   if (spec.empty()) return ranges;
   int64_t begin = 0;
   std::stringstream in(spec);
