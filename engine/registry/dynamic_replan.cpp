@@ -164,16 +164,22 @@ bool DynamicCluster::replan() {
     set_replan_error("");
     return false;
   }
-  std::vector<std::string> kept;
-  for (const auto& n : next)
-    for (const auto& c : current)
-      if (n.record.node_id == c.record.node_id && n.stage.layers == c.stage.layers) kept.push_back(n.record.node_id);
+  std::vector<std::string> kept, loading;  // loading: "node layers" of each range that loads
+  for (const auto& n : next) {
+    const bool same_range = std::any_of(current.begin(), current.end(), [&](const PlannedStage& c) {
+      return n.record.node_id == c.record.node_id && n.stage.layers == c.stage.layers;
+    });
+    if (same_range) kept.push_back(n.record.node_id);
+    else loading.push_back(fmt::format("{} {}", n.record.node_id, to_string(n.stage.layers)));
+  }
+  // One line says the whole re-plan (the nodes' own loading/online transitions are debug lines).
   spdlog::info(
-      "registry event=re-plan nodes={} kept={} reloaded={} reason=\"{}{} -> {} node(s){}; unchanged ranges "
-      "(re-adopted, no reload): {}\"",
+      "registry event=re-plan nodes={} kept={} reloaded={} reason=\"{}{} -> {} node(s){}; loading: {}; unchanged "
+      "ranges (re-adopted, no reload): {}\"",
       next.size(), kept.size(), count_reloaded(current, next),
       gone.empty() ? std::string() : fmt::format("{}; ", fmt::join(gone, "; ")), current.size(), next.size(),
       joined.empty() ? std::string() : fmt::format(", joined: {}", fmt::join(joined, ", ")),
+      loading.empty() ? std::string("none") : fmt::format("{}", fmt::join(loading, ", ")),
       kept.empty() ? std::string("none") : fmt::format("{}", fmt::join(kept, ", ")));
   loaded_ = false;
   std::unique_ptr<pipeline::Chain> old;
@@ -181,7 +187,8 @@ bool DynamicCluster::replan() {
     std::lock_guard lock(cluster_mutex_);
     old = std::move(cluster_);
   }
-  old.reset();  // Goodbye on the old data connections; joined workers keep their layers
+  tell_layers();  // no pipeline until load() below: nobody may use the old one
+  old.reset();    // Goodbye on the old data connections; joined workers keep their layers
   {
     std::lock_guard lock(plan_mutex_);
     plan_ = next;
