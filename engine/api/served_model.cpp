@@ -10,7 +10,6 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/api/guarded_layers.h"
 #include "engine/api/local_cluster_view.h"
 #include "engine/api/static_cluster_view.h"
 #include "engine/pipeline/model_runner.h"
@@ -89,8 +88,7 @@ class Replanner {
 // one repair at once (the scheduler's runner repair), so a quick restart is a pause.
 class StaticRepairer {
  public:
-  StaticRepairer(pipeline::Cluster& cluster, GuardedLayers& guard, serving::Scheduler& scheduler)
-      : cluster_(cluster), guard_(guard), scheduler_(scheduler) {
+  StaticRepairer(pipeline::Cluster& cluster, serving::Scheduler& scheduler) : cluster_(cluster), scheduler_(scheduler) {
     scheduler_.set_runner_repair([this](const std::string& error) {
       if (!cluster_.broken()) return false;  // not a lost node: the requests end with the error
       refuse(error);
@@ -124,10 +122,9 @@ class StaticRepairer {
       }
     }
   }
-  // On the scheduler's thread, no pass in flight; the view's Stats round trips wait.
+  // On the scheduler's thread, no pass in flight (the view's Stats round trips run there too).
   bool repair_now() {
-    bool repaired = false;
-    guard_.when_idle([&] { repaired = cluster_.repair(); }, std::chrono::seconds(10));
+    const bool repaired = cluster_.repair();
     if (!cluster_.broken()) {  // repaired now, or by the other caller meanwhile
       std::lock_guard lock(mutex_);
       if (!refusal_.empty()) spdlog::info("cluster event=repaired reason=\"every node is loaded again: serving\"");
@@ -163,7 +160,6 @@ class StaticRepairer {
   }
 
   pipeline::Cluster& cluster_;
-  GuardedLayers& guard_;
   serving::Scheduler& scheduler_;
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -176,7 +172,6 @@ class StaticRepairer {
 struct ServedModel::Parts {
   std::unique_ptr<registry::DynamicCluster> dynamic;  // `nodes: auto`; owns its chains and the view
   pipeline::ModelRunner runner;                       // -m FILE (runner.local) or a fixed node list (runner.cluster)
-  std::unique_ptr<GuardedLayers> guard;
   std::unique_ptr<LocalClusterView> local_view;
   std::unique_ptr<StaticClusterView> static_view;
   std::unique_ptr<Replanner> replanner;      // stopped before the scheduler
@@ -313,11 +308,13 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
     s->tokenizer_ = &dyn.tokenizer();
     s->init_common(*dyn.file(), dyn.model_config(), options, dyn.n_ctx(),
                    std::filesystem::path(config.model).stem().string());
-    s->parts_->guard = std::make_unique<GuardedLayers>(dyn.layers());
     auto& sched = *(s->scheduler_ = std::make_unique<serving::Scheduler>(
-                        dyn.head(), *s->parts_->guard, dyn.tokenizer(),
+                        dyn.head(), dyn.layers(), dyn.tokenizer(),
                         scheduler_options(options, s->parts_->draft, dyn.tokenizer(), dyn.n_ctx())));
     Replanner::refuse_while_unservable(dyn, sched);
+    // Re-plans run on the scheduler's thread (run_exclusive, the runner repair): it swaps to
+    // each new pipeline there.
+    dyn.set_layers_listener([&sched](LayerRunner& layers) { sched.replace_runner(layers); });
     sched.set_runner_repair([&dyn](const std::string& error) { return dyn.recover(error); });
     s->parts_->replanner = std::make_unique<Replanner>(dyn, sched);
     s->view_ = &dyn;
@@ -331,18 +328,17 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
   s->tokenizer_ = &cluster->tokenizer();
   s->init_common(*cluster->file(), cluster->config(), options, cluster->n_ctx(),
                  std::filesystem::path(config.model).stem().string());
-  s->parts_->guard = std::make_unique<GuardedLayers>(cluster->layers());
   s->scheduler_ = std::make_unique<serving::Scheduler>(
-      cluster->head(), *s->parts_->guard, cluster->tokenizer(),
+      cluster->head(), cluster->layers(), cluster->tokenizer(),
       scheduler_options(options, s->parts_->draft, cluster->tokenizer(), cluster->n_ctx()));
   NodeView node;
   node.id = "coordinator";
   node.role = "coordinator";
   node.memory_total_bytes = machine_memory_bytes();
   node.memory_used_bytes = cluster->file()->total_file_bytes();
-  s->parts_->static_view = std::make_unique<StaticClusterView>(*cluster, *s->parts_->guard, node);
+  s->parts_->static_view = std::make_unique<StaticClusterView>(*cluster, *s->scheduler_, node);
   s->view_ = s->parts_->static_view.get();
-  s->parts_->repairer = std::make_unique<StaticRepairer>(*cluster, *s->parts_->guard, *s->scheduler_);
+  s->parts_->repairer = std::make_unique<StaticRepairer>(*cluster, *s->scheduler_);
   return s;
 }
 

@@ -82,7 +82,7 @@ class ServedModel {
   ServedModel() = default;
   void init_common(const gguf::GgufFile& file, const ModelConfig& config, const ServeOptions& options, int64_t n_ctx,
                    const std::string& default_id);
-  struct Parts;  // LocalModel or Cluster + GuardedLayers + views (defined in the .cpp)
+  struct Parts;  // LocalModel or Cluster + views (defined in the .cpp)
 
   std::unique_ptr<Parts> parts_;
   ModelInfo info_;

@@ -9,8 +9,8 @@ namespace baton::api {
 
 using Clock = std::chrono::steady_clock;
 
-StaticClusterView::StaticClusterView(pipeline::Cluster& cluster, GuardedLayers& guard, NodeView coordinator)
-    : cluster_(cluster), guard_(guard), coordinator_(std::move(coordinator)) {
+StaticClusterView::StaticClusterView(pipeline::Cluster& cluster, serving::Scheduler& scheduler, NodeView coordinator)
+    : cluster_(cluster), scheduler_(scheduler), coordinator_(std::move(coordinator)) {
   size_t n = cluster.plan().size();
   last_seen_.assign(n, Clock::now());  // loaded just now: every worker answered
   load_.resize(n);
@@ -26,7 +26,7 @@ void StaticClusterView::refresh() const {
   }
   try {
     std::vector<pipeline::StageStats> fresh;
-    if (!guard_.when_idle([&] { fresh = cluster_.stats(); }, std::chrono::milliseconds(200))) return;
+    if (!scheduler_.run_when_idle([&] { fresh = cluster_.stats(); }, std::chrono::milliseconds(200))) return;
     auto now = Clock::now();
     for (size_t i = 0; i < fresh.size() && i < last_seen_.size(); ++i) {
       last_seen_[i] = now;

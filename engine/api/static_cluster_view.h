@@ -1,7 +1,7 @@
 // ClusterView of a fixed cluster (engine-coordinator --config): the coordinator plus the
 // workers of the plan, in pipeline order. Worker status, load and compute time come from
-// Cluster::stats(), asked through GuardedLayers::when_idle() so the round trip never
-// interleaves with forward passes; when the pipeline stays busy the last answer is reused.
+// Cluster::stats(), asked through the scheduler's Scheduler::run_when_idle() so the round trip
+// never interleaves with forward passes; when the pipeline stays busy the last answer is reused.
 // A lost link (Cluster::broken(): a worker died or was taken over by another coordinator) or a
 // failed Stats round trip marks the cluster not ready and the node it names offline, until the
 // pipeline is repaired (ServedModel reconnects and reloads it) and every node answers again.
@@ -14,17 +14,17 @@
 #include <string>
 #include <vector>
 
-#include "engine/api/guarded_layers.h"
 #include "engine/api/load_meter.h"
 #include "engine/cluster/cluster_view.h"
 #include "engine/pipeline/cluster.h"
+#include "engine/serving/scheduler.h"
 
 namespace baton::api {
 
 class StaticClusterView : public ClusterView {
  public:
   // coordinator: the coordinator's own node entry (id, address, memory).
-  StaticClusterView(pipeline::Cluster& cluster, GuardedLayers& guard, NodeView coordinator);
+  StaticClusterView(pipeline::Cluster& cluster, serving::Scheduler& scheduler, NodeView coordinator);
   ClusterViewSnapshot snapshot() const override;
   void set_coordinator_address(const std::string& address);
 
@@ -36,8 +36,8 @@ class StaticClusterView : public ClusterView {
   void refresh() const;
 
   pipeline::Cluster& cluster_;
-  GuardedLayers& guard_;
-  mutable std::mutex mutex_;  // guards everything below
+  serving::Scheduler& scheduler_;  // its thread runs the pipeline: Stats go between passes
+  mutable std::mutex mutex_;       // guards everything below
   NodeView coordinator_;
   mutable std::vector<pipeline::StageStats> stats_;
   mutable std::vector<std::chrono::steady_clock::time_point> last_seen_;

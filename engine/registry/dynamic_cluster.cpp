@@ -40,6 +40,11 @@ DynamicCluster::DynamicCluster(const ClusterConfig& config, DynamicClusterOption
     fo.n_ctx = options_.cluster.n_ctx;
     front_ = std::make_shared<ModelFront>(config_.model, fo);
   }
+  unloaded_ = std::make_unique<UnavailableLayers>(front_->n_ctx(), [this] {
+    std::lock_guard lock(plan_mutex_);
+    return fmt::format("the cluster has no loaded pipeline: {}",
+                       replan_error_.empty() ? std::string("not started") : replan_error_);
+  });
   footprint_ = ModelFootprint::from_file(*front_->file(), options_.cluster.n_ctx, options_.cluster.max_sequences);
   for (const auto& n : config_.nodes) {
     if (!n.layers) {
@@ -251,6 +256,7 @@ void DynamicCluster::load(const std::vector<PlannedStage>& plan) {
     std::lock_guard lock(cluster_mutex_);
     cluster_ = std::move(fresh);
   }
+  tell_layers();
   for (const auto& p : plan) registry_->set_state(p.record.node_id, NodeState::kOnline, "load committed");
   spdlog::info("registry event=load-committed nodes={}", plan.size());
   SavedPlan saved{footprint_.model_identity, footprint_.n_ctx, footprint_.max_sequences, {}};
@@ -264,33 +270,14 @@ void DynamicCluster::tell_servable(const std::string& refusal) const {
   if (servable_listener_) servable_listener_(refusal);
 }
 
-void DynamicCluster::Runner::forward(const TokenBatch& batch, std::vector<float>& hidden,
-                                     std::vector<float>& out_rows) {
-  current().forward(batch, hidden, out_rows);
+LayerRunner& DynamicCluster::layers() {
+  std::lock_guard lock(cluster_mutex_);
+  if (cluster_) return cluster_->layers();
+  return *unloaded_;
 }
 
-void DynamicCluster::Runner::reset_sequence(uint64_t seq_id) { current().reset_sequence(seq_id); }
-
-int DynamicCluster::Runner::max_in_flight() const {
-  return owner_.cluster_ ? owner_.cluster_->layers().max_in_flight() : 1;
-}
-
-void DynamicCluster::Runner::submit(const TokenBatch& batch, std::vector<float>& hidden) {
-  current().submit(batch, hidden);
-}
-
-void DynamicCluster::Runner::finish(std::vector<float>& out_rows) { current().finish(out_rows); }
-
-LayerRunner& DynamicCluster::Runner::current() const {
-  if (!owner_.cluster_) {
-    std::string why;
-    {
-      std::lock_guard lock(owner_.plan_mutex_);
-      why = owner_.replan_error_;
-    }
-    fail("the cluster has no loaded pipeline: {}", why.empty() ? std::string("not started") : why);
-  }
-  return owner_.cluster_->layers();
+void DynamicCluster::tell_layers() {
+  if (layers_listener_) layers_listener_(layers());
 }
 
 std::vector<StageAssignment> DynamicCluster::node_plan() const {

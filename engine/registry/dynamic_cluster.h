@@ -21,7 +21,7 @@
 // (planned around, see plan_around; they need not join), listed nodes without layers are
 // required before the first plan, and every other worker that joins is planned too.
 // Thread-safety: snapshot(), metrics(), node_plan(), replan_wanted(), lost_planned_node() from
-// any thread; start(), replan(), recover() and the runner from one thread at a time, with no
+// any thread; start(), replan(), recover() and layers() from one thread at a time, with no
 // forward pass in flight for replan()/recover() (cluster() is replaced).
 // Files: dynamic_cluster.cpp (membership, waiting, loading), dynamic_replan.cpp (re-plan policy,
 // recovery), dynamic_cluster_view.cpp (snapshot()).
@@ -48,6 +48,7 @@
 #include "engine/registry/control_listener.h"
 #include "engine/registry/node_registry.h"
 #include "engine/runtime/layer_runner.h"
+#include "engine/runtime/unavailable_layers.h"
 #include "engine/runtime/model_front.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/core/thread_pool.h"
@@ -84,9 +85,9 @@ class DynamicCluster : public api::ClusterView {
   const std::shared_ptr<const gguf::GgufFile>& file() const { return front_->file(); }
   const ModelConfig& model_config() const { return front_->config(); }
   int64_t n_ctx() const { return front_->n_ctx(); }
-  // The layers of whatever pipeline is loaded now, valid for the object's lifetime: forwards to
-  // cluster().layers(); with none loaded it throws baton::Error saying why.
-  LayerRunner& layers() { return runner_; }
+  // The layers of the pipeline loaded now (cluster().layers()); with none loaded, a runner whose
+  // every pass fails saying why. A re-plan replaces it: see set_layers_listener().
+  LayerRunner& layers();
 
   // True when a usable online node that was not usable at the last plan is not in it (a join), a
   // planned node went offline, or no pipeline is loaded.
@@ -125,24 +126,13 @@ class DynamicCluster : public api::ClusterView {
   // from its next request. Set once, before the first replan()/recover().
   using ServableListener = std::function<void(const std::string& refusal)>;
   void set_servable_listener(ServableListener listener) { servable_listener_ = std::move(listener); }
+  // Told the new layers() whenever replan()/recover() replace them (on their caller's thread,
+  // before the old pipeline is closed): a serving scheduler swaps its runner there
+  // (Scheduler::replace_runner, inside its idle mechanism). Set once, before the first replan().
+  using LayersListener = std::function<void(LayerRunner& layers)>;
+  void set_layers_listener(LayersListener listener) { layers_listener_ = std::move(listener); }
 
  private:
-  // Forwards to the current pipeline's RemoteLayers (see layers()).
-  class Runner : public LayerRunner {
-   public:
-    explicit Runner(DynamicCluster& owner) : owner_(owner) {}
-    void forward(const TokenBatch& batch, std::vector<float>& hidden, std::vector<float>& out_rows) override;
-    void reset_sequence(uint64_t seq_id) override;
-    int64_t n_ctx() const override { return owner_.front_->n_ctx(); }
-    int max_in_flight() const override;
-    void submit(const TokenBatch& batch, std::vector<float>& hidden) override;
-    void finish(std::vector<float>& out_rows) override;
-
-   private:
-    LayerRunner& current() const;
-    DynamicCluster& owner_;
-  };
-
   std::vector<NodeEntry> wait_for_nodes();
   // Usable nodes, each with its measured speed where one is known.
   std::vector<NodeRecord> usable_records() const;
@@ -159,6 +149,7 @@ class DynamicCluster : public api::ClusterView {
   bool untracked(const std::string& node_id) const;
   void set_replan_error(const std::string& error);
   void tell_servable(const std::string& refusal) const;
+  void tell_layers();
   std::vector<PlannedStage> saved_plan_if_complete(const std::vector<NodeEntry>& online) const;
   void load(const std::vector<PlannedStage>& plan);
   void watch_backend();
@@ -174,10 +165,10 @@ class DynamicCluster : public api::ClusterView {
   std::atomic<bool> stopping_{false};
   std::thread watcher_;
   ModelFootprint footprint_;
-  std::vector<PlannedStage> pinned_;   // mixed topology: listed nodes with layers
-  std::vector<std::string> required_;  // mixed topology: listed nodes without layers (must join)
-  std::shared_ptr<ModelFront> front_;  // opened once: every chain of every re-plan uses it
-  Runner runner_{*this};
+  std::vector<PlannedStage> pinned_;             // mixed topology: listed nodes with layers
+  std::vector<std::string> required_;            // mixed topology: listed nodes without layers (must join)
+  std::shared_ptr<ModelFront> front_;            // opened once: every chain of every re-plan uses it
+  std::unique_ptr<UnavailableLayers> unloaded_;  // layers() while no pipeline is loaded
   mutable std::mutex plan_mutex_;
   std::vector<PlannedStage> plan_;    // guarded by plan_mutex_
   std::string broken_;                // guarded by plan_mutex_: why the loaded pipeline cannot serve
@@ -192,6 +183,7 @@ class DynamicCluster : public api::ClusterView {
   bool readopted_ = false;
   double serve_ms_ = 0;
   ServableListener servable_listener_;
+  LayersListener layers_listener_;
 };
 
 }  // namespace baton::registry

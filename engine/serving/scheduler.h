@@ -206,11 +206,21 @@ class Scheduler {
   // Set it before the first submit().
   using RunnerRepair = std::function<bool(const std::string& error)>;
   void set_runner_repair(RunnerRepair repair);
+  // --- the one idle mechanism: work on the runner's owner between passes ---
   // Runs `fn` on the scheduler thread once no pass is in flight (new passes wait) and returns
   // its result. When it returns true the runner's caches count as lost: every active sequence
   // is rebuilt from its tokens. Rethrows fn's exception; throws baton::Error when the
   // scheduler is stopping. Blocks; never call it from the scheduler thread (fn, the repair).
   bool run_exclusive(const std::function<bool()>& fn);
+  // Runs `fn` on the scheduler thread at a moment no pass is in flight, without holding passes
+  // back to make one (a pipeline's Stats round trip must not interleave with its passes, and
+  // must not stall them either): false when no such moment came within `wait` or the scheduler
+  // is stopping (fn not run). Rethrows fn's exception. Never call it from the scheduler thread.
+  bool run_when_idle(const std::function<void()>& fn, std::chrono::milliseconds wait);
+  // Replaces the runner (a re-plan loaded a new pipeline, or dropped it) with one of the same
+  // n_ctx. Only on the scheduler thread with no pass in flight: inside run_exclusive's fn or the
+  // runner repair; throws baton::Error otherwise. The old runner is not used again.
+  void replace_runner(LayerRunner& layers);
   // While `reason` is not empty, submit() refuses new requests with UnavailableError(reason).
   void set_unavailable(const std::string& reason);
 
@@ -236,7 +246,10 @@ class Scheduler {
   // A runner failure: repair and rebuild the active sequences, or fail them all.
   void runner_failed(const std::string& error);
   void rebuild_active();
-  void run_exclusive_task();
+  // Runs the idle tasks waiting (their passes drained first when one asked for it); false when
+  // none could run now.
+  bool run_idle_tasks();
+  void fail_idle_tasks(const std::string& message);
   void remove_ended();
   void shut_down();
   // A new sequence for `q`: a cached prefix's sequence id when one fits its prompt, else a new
@@ -249,7 +262,7 @@ class Scheduler {
   SpecParams speculation_for(const CompletionRequest& request) const;
 
   ModelHead& head_;
-  LayerRunner& layers_;
+  LayerRunner* layers_;  // replace_runner() swaps it between passes
   const tokenizer::Tokenizer& tokenizer_;
   SchedulerOptions options_;
   int64_t n_ctx_ = 0;
@@ -261,8 +274,8 @@ class Scheduler {
   std::deque<Queued> queue_;
   SchedulerStats stats_;
   std::string unavailable_;
-  struct Exclusive;
-  Exclusive* exclusive_ = nullptr;  // run_exclusive()'s task waiting for the scheduler thread
+  struct IdleTask;                    // scheduler_idle.cpp
+  std::deque<IdleTask*> idle_tasks_;  // run_exclusive()/run_when_idle() tasks not started yet
   RunnerRepair repair_;
   std::thread thread_;
 

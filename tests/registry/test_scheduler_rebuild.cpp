@@ -1,7 +1,8 @@
 // The scheduler's hook for a repairable runner (what a dynamic cluster uses to survive a lost
 // node): a failed pass -> repair -> every active sequence rebuilt from its tokens on fresh
 // caches, with output identical to an undisturbed run; a failed repair ends them with its
-// message; run_exclusive() swaps the runner between steps; set_unavailable() refuses requests.
+// message; run_exclusive() swaps the runner between steps (replace_runner); run_when_idle() takes
+// only the moments with no pass in flight; set_unavailable() refuses requests.
 // In-process (stories260K, two LocalModels = two sets of caches): fast.
 #include <catch2/catch.hpp>
 
@@ -16,24 +17,6 @@ using namespace baton;
 using namespace baton::serving;
 using namespace baton::serving::test;
 using namespace std::chrono_literals;
-
-// Forwards to one of two runners; switch_to() is what a re-plan does to the scheduler's runner.
-class SwitchLayers : public LayerRunner {
- public:
-  explicit SwitchLayers(LayerRunner& first) : current_(&first) {}
-  void switch_to(LayerRunner& next) { current_ = &next; }
-  void forward(const TokenBatch& b, std::vector<float>& h, std::vector<float>& o) override {
-    current_->forward(b, h, o);
-  }
-  void reset_sequence(uint64_t id) override { current_->reset_sequence(id); }
-  int64_t n_ctx() const override { return current_->n_ctx(); }
-  int max_in_flight() const override { return current_->max_in_flight(); }
-  void submit(const TokenBatch& b, std::vector<float>& h) override { current_->submit(b, h); }
-  void finish(std::vector<float>& o) override { current_->finish(o); }
-
- private:
-  LayerRunner* current_;
-};
 
 CompletionRequest greedy(const LocalModel& m, const std::string& prompt, int32_t max_tokens) {
   CompletionRequest r;
@@ -74,17 +57,16 @@ TEST_CASE("scheduler rebuild: a pass lost mid-generation is repaired, the sequen
   auto a = load_model(path, 2), b = load_model(path, 2), ref = load_model(path, 1);
   QueueingLayers first(a->layers()), second(b->layers());
   first.fail_finish_after = 7;  // a few passes into the decode
-  SwitchLayers layers(first);
   SchedulerOptions so;
   so.slots = 2;
   so.n_batch = 4;  // prompts in chunks: the rebuild re-feeds in several passes too
-  Scheduler sched(a->head(), layers, a->tokenizer(), so);
+  Scheduler sched(a->head(), first, a->tokenizer(), so);
   std::atomic<int> repairs{0};
   std::string seen_error;
   sched.set_runner_repair([&](const std::string& error) {
     seen_error = error;
     ++repairs;
-    layers.switch_to(second);  // fresh caches: nothing of the sequences is there
+    sched.replace_runner(second);  // fresh caches: nothing of the sequences is there
     return true;
   });
   const auto r1 = greedy(*a, "Once upon a time", 24);
@@ -143,8 +125,7 @@ TEST_CASE("scheduler rebuild: run_exclusive swaps the runner between steps, a ru
   ControlledLayers first(a->layers());
   ControlledLayers second(b->layers());
   first.set_delay(3ms);  // slow enough that the swap lands mid-generation
-  SwitchLayers layers(first);
-  Scheduler sched(a->head(), layers, a->tokenizer(), SchedulerOptions{});
+  Scheduler sched(a->head(), first, a->tokenizer(), SchedulerOptions{});
   const auto r = greedy(*a, "Once upon a time", 60);
   auto h = sched.submit(r);
   TokenEvent ev;
@@ -152,7 +133,7 @@ TEST_CASE("scheduler rebuild: run_exclusive swaps the runner between steps, a ru
   bool ran_on_scheduler_thread = false;
   CHECK(sched.run_exclusive([&] {
     ran_on_scheduler_thread = true;
-    layers.switch_to(second);
+    sched.replace_runner(second);
     return true;
   }));
   CHECK(ran_on_scheduler_thread);
@@ -165,4 +146,50 @@ TEST_CASE("scheduler rebuild: run_exclusive swaps the runner between steps, a ru
   // Idle: runs at once; false = nothing to rebuild; an exception comes back to the caller.
   CHECK(!sched.run_exclusive([] { return false; }));
   CHECK_THROWS_WITH(sched.run_exclusive([]() -> bool { throw baton::Error("load failed"); }), "load failed");
+}
+
+TEST_CASE(
+    "scheduler idle: run_when_idle runs between passes on the scheduler thread, and gives up while a pass stays in the "
+    "runner",
+    "[registry]") {
+  auto a = load_stories(1);
+  ControlledLayers layers(a->layers());
+  Scheduler sched(a->head(), layers, a->tokenizer(), SchedulerOptions{});
+  const auto caller = std::this_thread::get_id();
+  std::thread::id ran_on;
+  // Idle: runs at once, on the scheduler's thread.
+  CHECK(sched.run_when_idle([&] { ran_on = std::this_thread::get_id(); }, 2000ms));
+  CHECK(ran_on != std::thread::id{});
+  CHECK(ran_on != caller);
+  // A pass held inside the runner: no idle moment comes, fn is not run.
+  layers.close();
+  auto h = sched.submit(greedy(*a, "Once upon a time", 8));
+  while (layers.entered.load() == 0) std::this_thread::sleep_for(1ms);  // the scheduler is inside forward()
+  bool ran = false;
+  CHECK(!sched.run_when_idle([&] { ran = true; }, 100ms));
+  CHECK(!ran);
+  // Released: the request ends normally and the next idle moment serves the task.
+  std::future<bool> later =
+      std::async(std::launch::async, [&] { return sched.run_when_idle([&] { ran = true; }, 10000ms); });
+  layers.open();
+  CHECK(later.get());
+  CHECK(ran);
+  CHECK(drain(*h).summary.finish_reason == "length");
+  CHECK_THROWS_WITH(sched.run_when_idle([] { throw baton::Error("stats failed"); }, 2000ms), "stats failed");
+}
+
+TEST_CASE("scheduler idle: replace_runner is refused outside the scheduler thread", "[registry]") {
+  auto a = load_stories(1), b = load_stories(1);
+  ControlledLayers first(a->layers()), second(b->layers());
+  Scheduler sched(a->head(), first, a->tokenizer(), SchedulerOptions{});
+  CHECK_THROWS_WITH(sched.replace_runner(second), Catch::Contains("outside the scheduler thread"));
+  // Inside the idle mechanism it is allowed, and the next request runs on the new runner only.
+  CHECK(!sched.run_exclusive([&] {
+    sched.replace_runner(second);
+    return false;
+  }));
+  auto h = sched.submit(greedy(*a, "Once upon a time", 4));
+  CHECK(drain(*h).summary.finish_reason == "length");
+  CHECK(first.passes == 0);
+  CHECK(second.passes > 0);
 }

@@ -177,9 +177,11 @@ class ControlledLayers : public WrappedLayers {
     failure_ = std::move(message);
   }
   std::atomic<int> passes{0};
+  std::atomic<int> entered{0};  // forward() calls begun, including one waiting while closed
 
  protected:
   void before_forward(const TokenBatch&) override {
+    ++entered;
     std::unique_lock lock(mutex_);
     cv_.wait(lock, [&] { return open_; });
     ++passes;
