@@ -32,7 +32,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap "exit 124" TERM INT
-( sleep 300; echo "sim39: over 300 s, stopping" >&2; kill -TERM $$ ) 2>/dev/null &
+( sleep 300 >/dev/null 2>&1; echo "sim39: over 300 s, stopping" >&2; kill -TERM $$ ) &
 watchdog=$!
 now_ms() { date +%s%3N; }
 
