@@ -2,7 +2,7 @@
 # The 39-laptop simulation of issue 29, on loopback and bounded in time (2-4 minutes): one
 # engine-coordinator with `nodes: auto` and 39 real engine-worker processes --join'ing it (default
 # 1 s heartbeats against the default 3 s timeout), a 78-layer random model (engine-gguf synth,
-# n_embd 64, the stories260K vocabulary), so 2 layers per worker. It measures:
+# n_embd 64, the stories260K vocabulary) spread over the 39 workers. It measures:
 #   - time to serve (coordinator start -> "listening on"), and the progress /health answered meanwhile;
 #   - heartbeat log lines over an idle window and during a stream (issue 29 saw 281-520 in 30-41 s);
 #   - that a second coordinator (engine-run --config naming one of the workers) is refused,
@@ -14,7 +14,8 @@
 #     with the reference's text;
 #   - the same with 1 worker SIGSTOPped (frozen: connections open, found by the heartbeat timeout).
 # Usage: bench/sim39.sh [BUILD_DIR]   env: PORT (default 45100; control = PORT+1), IDLE_S (20),
-#   KILL_AT (20)
+#   KILL_AT (20). Exits 1 if a check fails (take-over not refused, a stream incomplete or its text
+#   different from the undisturbed run's).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 B="${1:-$ROOT/build-dev}/bin"
@@ -174,7 +175,7 @@ name, t_off, t_rp, t_lc, replan = sys.argv[3], int(sys.argv[4]), int(sys.argv[5]
 tk, ev = s["t_kill"], s["stamps"]
 if tk is None:
     print(f"{name}: the signal was never sent ({len(ev)} tokens, HTTP {s['status']}, error {s['error']})")
-    sys.exit(0)
+    sys.exit(1)
 before, after = [e for e in ev if e <= tk], [e for e in ev if e > tk]
 rg = sorted(b - a for a, b in zip(ref["stamps"], ref["stamps"][1:]))
 ms = lambda a, b: f"{b - a:.0f} ms" if a and b else "n/a"
@@ -187,6 +188,7 @@ same = s["text"] == ref["text"]
 print(f"{name}: HTTP {s['status']}, {len(ev)} tokens, finish {s['finish']}, error {s['error']}, text "
       f"{'EQUAL to' if same else 'DIFFERENT from'} the undisturbed run's ({len(ref['stamps'])} tokens, "
       f"finish {ref['finish']})")
+sys.exit(0 if same and s["status"] == 200 and s["finish"] and not s["error"] and ref["status"] == 200 else 1)
 PY
 }
 
@@ -207,6 +209,10 @@ echo "/health while loading: ${health_loading:-none seen}"
 echo "takeover without --take-over: $takeover"
 echo "heartbeat log lines: $hb_idle in ${IDLE_S} s idle (nodes named in missed lines: ${hb_idle_nodes:-0}), $hb_total in the whole run ($(((t_end - t_serving) / 1000)) s serving), $((hb_total - hb_before_kill)) from the first kill on"
 echo "coordinator log: $lines_faults lines from the first kill to the end, $(wc -l <"$T/coordinator.err") in all"
-report "kill -9 x2" "$T/kill.json"
-report "SIGSTOP x1" "$T/stop.json"
+failed=0
+case "$takeover" in refused*) ;; *) failed=1 ;; esac
+report "kill -9 x2" "$T/kill.json" || failed=1
+report "SIGSTOP x1" "$T/stop.json" || failed=1
 echo "logs: $T"
+[ "$failed" = 0 ] && echo "sim39: every check passed" || echo "sim39: a check FAILED" >&2
+exit "$failed"
