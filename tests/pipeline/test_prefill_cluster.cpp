@@ -156,7 +156,7 @@ TEST_CASE("a worker killed during a pipelined prefill fails the prompt naming it
   const auto prompt = random_prompt(local->config().n_vocab, 900, 3);
   // The last stage stops before the prompt's first piece reaches it: the pieces queue up in
   // front of it; then it dies with them.
-  REQUIRE(::kill(w[1]->pid(), SIGSTOP) == 0);
+  REQUIRE(w[1]->freeze());
   auto run = std::async(std::launch::async, [&] {
     Generator generator(cluster->head(), cluster->layers());
     generator.generate(1, prompt, options(512, 64));
@@ -185,7 +185,7 @@ TEST_CASE("a frozen worker of a static cluster is given up after heartbeat_timeo
   const std::vector<int32_t> prompt = cluster.tokenizer().encode("Once upon a time", true, false);
   Generator generator(cluster.head(), cluster.layers());
   REQUIRE(generator.generate(1, prompt, test::greedy_options(8)).steps.size() == 8);
-  REQUIRE(::kill(w[1]->pid(), SIGSTOP) == 0);  // frozen: its connections stay open
+  REQUIRE(w[1]->freeze());  // frozen: its connections stay open
   const auto t0 = std::chrono::steady_clock::now();
   try {
     generator.generate(1, prompt, test::greedy_options(8));
@@ -195,5 +195,5 @@ TEST_CASE("a frozen worker of a static cluster is given up after heartbeat_timeo
   }
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(waited < 10);  // heartbeat_timeout (1 s) and the link's close, not request_timeout (60 s)
-  ::kill(w[1]->pid(), SIGCONT);
+  w[1]->thaw();
 }

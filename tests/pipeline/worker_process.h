@@ -53,6 +53,9 @@ class WorkerProcess {
   pid_t pid() const { return process_->pid(); }
 
   void kill_now() { process_->kill_now(); }
+  // SIGSTOP and wait until it has taken effect (support/process.h): true once frozen.
+  bool freeze() { return process_->freeze(); }
+  void thaw() { process_->thaw(); }
   // SIGTERM and wait (bounded); returns the exit status or -1.
   int terminate(std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
     if (process_->pid() <= 0) return -1;

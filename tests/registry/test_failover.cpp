@@ -192,7 +192,7 @@ TEST_CASE(
 
   const std::string victim = s.model->plan()[1].node_id;
   WorkerProcess& frozen = victim == "w1" ? *w1 : victim == "w2" ? *w2 : *w3;
-  const Streamed got = stream(s.port(), body, 4, [&] { ::kill(frozen.pid(), SIGSTOP); });
+  const Streamed got = stream(s.port(), body, 4, [&] { REQUIRE(frozen.freeze()); });
   frozen.kill_now();  // SIGKILL ends a stopped process too
   INFO(got.error);
   CHECK(got.status == 200);
@@ -288,7 +288,7 @@ TEST_CASE(
   // A worker frozen while the prompt's pieces are on their way, then killed: the sequence is
   // rebuilt on the remaining two and the completion is the same.
   WorkerProcess& victim = by_id(s.model->plan()[2].node_id);
-  REQUIRE(::kill(victim.pid(), SIGSTOP) == 0);
+  REQUIRE(victim.freeze());
   std::thread killer([&] {
     std::this_thread::sleep_for(300ms);
     victim.kill_now();
@@ -333,7 +333,7 @@ TEST_CASE("failover: a worker lost while speculative verification passes are in 
   WorkerProcess& frozen = victim == "w1" ? *w1 : victim == "w2" ? *w2 : *w3;
   std::thread killer;
   const Streamed got = stream(s.port(), body, 4, [&] {
-    REQUIRE(::kill(frozen.pid(), SIGSTOP) == 0);
+    REQUIRE(frozen.freeze());
     killer = std::thread([&] {
       std::this_thread::sleep_for(300ms);
       frozen.kill_now();

@@ -227,14 +227,14 @@ TEST_CASE(
   auto w = join("quiet", port, secret);
   DynamicCluster dc(auto_config(secret, baton::test::temp_dir() + "/nodes-d.json", 1, port), options());
   REQUIRE(time_until([&] { return state_of(dc, "quiet") == NodeState::kOnline; }) >= 0ms);
-  ::kill(w->pid(), SIGSTOP);
+  REQUIRE(w->freeze());
   const auto offline = time_until([&] { return state_of(dc, "quiet") == NodeState::kOffline; }, 4000ms);
   CHECK(offline >= 800ms);  // not before the 1 s timeout (minus the last heartbeat's age)
   CHECK(offline <= 2000ms);
   auto e = dc.registry().find("quiet");
   REQUIRE(e);
   CHECK(e->reason.find("no heartbeat for") != std::string::npos);
-  ::kill(w->pid(), SIGCONT);
+  w->thaw();
   CHECK(time_until([&] { return state_of(dc, "quiet") == NodeState::kOnline; }, 3000ms) >= 0ms);
 }
 

@@ -166,6 +166,27 @@ class Process {
   void signal(int sig) {
     if (pid_ > 0) ::kill(pid_, sig);
   }
+  // SIGSTOP, then wait until the kernel reports the child stopped (true), or `limit` passed
+  // (false). kill() only queues the stop: it takes effect when one of the child's threads runs to
+  // take it, and until then the child's other threads keep working; on a loaded machine a test
+  // saw a "frozen" worker answer a whole request after kill() had returned.
+  bool freeze(std::chrono::milliseconds limit = std::chrono::milliseconds(10000)) {
+    if (pid_ <= 0 || ::kill(pid_, SIGSTOP) != 0) return false;
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (true) {
+      int status = 0;
+      const pid_t got = waitpid(pid_, &status, WNOHANG | WUNTRACED);
+      if (got == pid_ && WIFSTOPPED(status)) return true;
+      if (got == pid_) {  // it ended instead: reaped here, as wait() would
+        pid_ = -1;
+        status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return false;
+      }
+      if (std::chrono::steady_clock::now() >= end) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  void thaw() { signal(SIGCONT); }
   void kill_now() {
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);
