@@ -1,6 +1,7 @@
-// Message <-> frame header bytes. The only place that includes the generated FlatBuffers
-// code. Decoding never throws or aborts on remote bytes: FlatBuffers Verifier, then
-// conversion to plain structs, then check_message(), else a DecodeError naming the problem.
+// Message <-> frame header bytes. Its sources (codec_encode.cpp, codec_decode.cpp) are the only
+// files that include the generated FlatBuffers code. Decoding never throws or aborts on remote
+// bytes: FlatBuffers Verifier, then conversion to plain structs, then check_message(), else a
+// DecodeError naming the problem.
 #pragma once
 
 #include <array>

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/base/error.h"
 #include "net/auth.h"
 #include "net/clock_sync.h"
 #include "net/frame.h"
@@ -123,6 +124,35 @@ struct NodeOptions {
   std::function<void(const PeerInfo&, const CloseInfo&)> on_rejected;
 };
 
+// Why Node::connect gave up, as a type, so a caller words the failure for its users (the
+// coordinator, engine-ctl doctor) without reading the text of the message. For failures that
+// are retried until the deadline, the kind of the last attempt.
+enum class ConnectFailure : uint8_t {
+  kRefused,          // nothing listens at host:port (connection refused)
+  kTimedOut,         // the TCP connect or the handshake did not finish in time
+  kHostNotFound,     // the host name did not resolve
+  kUnreachable,      // another socket error (no route to host, network unreachable, ...)
+  kClosed,           // the peer closed or reset the connection during the handshake
+  kAuthRejected,     // wrong cluster secret, or one side insecure and the other not; not retried
+  kVersionMismatch,  // the peer speaks another protocol version; not retried
+  kProtocol,         // the peer sent a malformed or unexpected handshake frame; not retried
+  kStopped,          // this node is stopping
+  kLocal,            // a local failure (a handshake step threw)
+};
+std::string_view to_string(ConnectFailure kind);
+
+// Thrown by Node::connect: what() is "net: cannot connect to HOST:PORT: REASON".
+class ConnectError : public Error {
+ public:
+  ConnectError(ConnectFailure kind, const std::string& host, uint16_t port, std::string reason);
+  ConnectFailure kind() const { return kind_; }
+  const std::string& reason() const { return reason_; }  // REASON alone (names the attempts, the peer)
+
+ private:
+  ConnectFailure kind_;
+  std::string reason_;
+};
+
 struct ConnectOptions {
   std::chrono::milliseconds deadline{10000};  // for all attempts; a handshake may add to it
   std::chrono::milliseconds initial_backoff{50};
@@ -145,7 +175,7 @@ class Node {
 
   // Connects and authenticates, retrying refused/unreachable attempts with exponential
   // backoff until options.deadline. Authentication and version errors are not retried.
-  // Throws baton::Error naming host:port, the attempts and the last reason.
+  // Throws ConnectError (a baton::Error) naming host:port, the attempts and the last reason.
   ConnectionPtr connect(const std::string& host, uint16_t port, const ConnectOptions& options = {});
 
   // Closes the listeners and every connection (on_closed runs with kShutdown), joins the

@@ -92,20 +92,6 @@ void Chain::close_all(const std::string& reason) {
     while (!l->connection->close_info() && Clock::now() < end) std::this_thread::sleep_for(5ms);
 }
 
-std::string describe_connect_failure(const std::string& who, const std::string& host, uint16_t port, double timeout_s,
-                                     std::string why) {
-  // net says "net: cannot connect to HOST:PORT: ..."; `who` names the address already.
-  const std::string prefix = fmt::format("net: cannot connect to {}:{}: ", host, port);
-  if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
-  // A node that answered and refused the handshake did answer (issue 29: a wrong secret was
-  // reported as "did not answer within 5 s" after 20 ms).
-  if (why.find("authentication") != std::string::npos)
-    return fmt::format("{} refused the handshake, check that both use the same cluster secret: {}", who, why);
-  if (why.find("protocol") != std::string::npos || why.find("version") != std::string::npos)
-    return fmt::format("{} refused the handshake: {}", who, why);
-  return fmt::format("{} did not answer within {} s: {}", who, timeout_s, why);
-}
-
 std::string Chain::name(size_t i) const {
   return fmt::format("node {} ({}:{})", plan_[i].node_id, plan_[i].host, plan_[i].port);
 }
@@ -130,7 +116,7 @@ void Chain::connect_link(size_t i, Clock::time_point deadline, double timeout_s)
   try {
     connection = node_->connect(plan_[i].host, plan_[i].port, co);
   } catch (const std::exception& e) {
-    fail("{}", describe_connect_failure(name(i), plan_[i].host, plan_[i].port, timeout_s, e.what()));
+    fail("{}", describe_connect_failure(name(i), timeout_s, e));
   }
   const auto& peer = connection->peer().hello;
   if (peer.node_id != plan_[i].node_id) {

@@ -1,6 +1,9 @@
 // One TCP connection: handshake (Hello + authentication), then a reader coroutine, a writer
 // coroutine draining the outbox, and a watchdog (idle timeout, close linger), raced so that
-// the first to end closes the connection. Internal to net/: includes Asio.
+// the first to end closes the connection. Internal to net/: includes Asio. Its sources, one job
+// each: handshake.cpp, session_framing.cpp (reader, writer), session_watchdog.cpp (timers, clock
+// probes), session_connection.cpp (the thread-safe Connection methods), session.cpp (the serve
+// race and the end of a connection).
 //
 // Threading: every coroutine and timer runs on the Node's single I/O thread; the public
 // Connection methods may be called from any thread and reach the I/O thread through
@@ -25,6 +28,11 @@
 namespace baton::net::detail {
 
 using Clock = std::chrono::steady_clock;
+
+// Nanoseconds of the steady clock, as clock probes carry them.
+inline int64_t steady_ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
 
 // What every session of one Node shares; immutable after the Node starts.
 struct SessionConfig {

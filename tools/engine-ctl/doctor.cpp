@@ -106,8 +106,7 @@ void check_handshake(const ClusterConfig& config, const NodeConfig& n, const std
     co.deadline = timeout;
     c = node.connect(n.host, n.port, co);
   } catch (const std::exception& e) {
-    r.fail(pipeline::describe_connect_failure(who, n.host, n.port, static_cast<double>(timeout.count()) / 1000.0,
-                                              e.what()));
+    r.fail(pipeline::describe_connect_failure(who, static_cast<double>(timeout.count()) / 1000.0, e));
     return;
   }
   const auto& hello = c->peer().hello;
