@@ -45,19 +45,31 @@ double calibrate_gflops(int threads, std::chrono::milliseconds budget) {
   driver.matmul(view, act.data(), n_tok, out.data());  // warm up (kernel lookup, scratch)
   // The median of several short trials: one trial on a machine busy for a moment (another
   // worker starting, the page cache filling) announced 0.2 GFLOP/s where its twins said 18
-  // (issue 29), and the planner then left nodes unused.
+  // (issue 29), and the planner then left nodes unused. Each trial is timed in the process's CPU
+  // time spread over its threads, not in wall time: time-slicing with other processes (39
+  // workers joining on one machine announced 0.8-20.8) says nothing of the cores' speed. A
+  // machine busy for good shows in the pass times the re-plans measure (pass_speed.h).
   using Clock = std::chrono::steady_clock;
+  auto cpu_seconds = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  };
+  const int n_threads = std::max(1, pool.n_threads());
   constexpr int kTrials = 7;
   const auto trial_budget = std::max<Clock::duration>(budget / kTrials, std::chrono::milliseconds(1));
   std::vector<double> rates;
   for (int t = 0; t < kTrials; ++t) {
     const auto t0 = Clock::now();
+    const double c0 = cpu_seconds();
     int64_t runs = 0;
     do {
       driver.matmul(view, act.data(), n_tok, out.data());
       ++runs;
     } while (Clock::now() - t0 < trial_budget);
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double cpu = (cpu_seconds() - c0) / n_threads;
+    const double s = cpu > 0 ? std::min(cpu, wall) : wall;
     rates.push_back(2.0 * static_cast<double>(k * n_rows * n_tok * runs) / s / 1e9);
   }
   std::nth_element(rates.begin(), rates.begin() + kTrials / 2, rates.end());
