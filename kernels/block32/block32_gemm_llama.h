@@ -92,7 +92,7 @@ struct Act {
 // as the scalar reference (scale_products for batches, two broadcasts for one token).
 // The int32 lanes are exact: Σ u a - kOffset Σ a (bias, once per token and block, folded into
 // dpbusd's accumulator with VNNI) or, in the sign form, Σ |q| sign(a, q). Q8_0 uses the sign
-// form for decode and without VNNI or AVX-512, the offset form for AVX-512 VNNI batches; both are exact for
+// form for decode and without VNNI, the offset form for VNNI batches (AVX-VNNI: q8_0_offset_gemm); both are exact for
 // activation quants in -127..127, which is all quantize_q8_0 produces (sign(-128) wraps).
 // No software prefetch: the hardware prefetchers follow the R row streams, and a T0 prefetch ahead
 // measured slower (docs/BENCHMARKS.md, Kernel notes).
@@ -144,7 +144,7 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
   using A = Act<F::kMin>;
   constexpr size_t kWB = sizeof(typename F::Block);
   // The offset form's per-token bias vectors do not fit the 16 ymm registers of a 2 x 4 tile (it
-  // spilled), so without AVX-512 the sign form takes dpbusd too.
+  // spilled): AVX-VNNI batches take q8_0_offset_gemm (bias from scratch), decode the sign form here.
   constexpr bool kSign = F::kOffset == 128 && (!kVnni || T == 1 || !kWideRegs);
   constexpr bool kBias = F::kOffset != 0 && !kSign;
   __m256 acc[R][T];
