@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
   std::string order = "single";
   app.add_option("--order", order, "single (decode rows) or grouped (Q4_K prompt rows)")
       ->check(CLI::IsMember({"single", "grouped"}));
+  std::string only;
+  app.add_option("--only", only, "run only the shapes whose name contains this text (e.g. Q8_0)");
   bool hot = false;
   app.add_flag("--hot", hot, "one weight copy, called repeatedly: it stays in cache (the compute cost alone)");
   CLI11_PARSE(app, argc, argv);
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
   fmt::print("| shape | n_tok | ms per call | ms per token | per-token cost vs n_tok=1 |\n|---|--:|--:|--:|--:|\n");
   const bool grouped = order == "grouped";
   for (const Shape& s : shapes) {
+    if (!only.empty() && std::string(s.name).find(only) == std::string::npos) continue;
     const kernels::TypeOps* w_ops = kernels::find_type_ops(s.type, *isa);
     if (grouped && !w_ops->gemm_grouped) continue;
     const kernels::TypeOps* a_ops = kernels::find_type_ops(w_ops->vec_dot_type, *isa);

@@ -26,6 +26,7 @@
 #include "kernels/block32/blocks.h"
 #include "kernels/block32/q4_0_gemm.h"
 #include "kernels/block32/block32_gemm_simd.h"
+#include "kernels/core/scratch.h"
 #ifdef __AVX512F__
 #include "kernels/block32/block32_gemm_pairs.h"
 #endif
@@ -91,7 +92,7 @@ struct Act {
 // as the scalar reference (scale_products for batches, two broadcasts for one token).
 // The int32 lanes are exact: Σ u a - kOffset Σ a (bias, once per token and block, folded into
 // dpbusd's accumulator with VNNI) or, in the sign form, Σ |q| sign(a, q). Q8_0 uses the sign
-// form for decode and without VNNI or AVX-512, the offset form for AVX-512 VNNI batches; both are exact for
+// form for decode and without VNNI, the offset form for VNNI batches (AVX-VNNI: q8_0_offset_gemm); both are exact for
 // activation quants in -127..127, which is all quantize_q8_0 produces (sign(-128) wraps).
 // No software prefetch: the hardware prefetchers follow the R row streams, and a T0 prefetch ahead
 // measured slower (docs/BENCHMARKS.md, Kernel notes).
@@ -143,7 +144,7 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
   using A = Act<F::kMin>;
   constexpr size_t kWB = sizeof(typename F::Block);
   // The offset form's per-token bias vectors do not fit the 16 ymm registers of a 2 x 4 tile (it
-  // spilled), so without AVX-512 the sign form takes dpbusd too.
+  // spilled): AVX-VNNI batches take q8_0_offset_gemm (bias from scratch), decode the sign form here.
   constexpr bool kSign = F::kOffset == 128 && (!kVnni || T == 1 || !kWideRegs);
   constexpr bool kBias = F::kOffset != 0 && !kSign;
   __m256 acc[R][T];
@@ -314,6 +315,86 @@ int64_t decode_row_pairs(int64_t nb, const uint8_t* w, size_t w_stride, int64_t 
   return 2 * half;
 }
 
+// Q8_0 batches in the AVX-VNNI tier (16 ymm registers): the offset form, with the per-token bias
+// computed once per call into scratch instead of per tile. l = dpbusd(bias, q + 128, a) with
+// bias = -128 Σ a per lane is Σ q a exactly (the sign form's lanes), so the bits are the tile's.
+// Per (row, token, block) one vpdpbusd + vcvtdq2ps + fma (the bias and activations as loads),
+// where the sign form also spends a vpsignb: the in-tile offset form spilled (see tile).
+template <class F, bool kVnni>
+inline constexpr bool kQ8OffsetScratch = kVnni && !kWideRegs && std::is_same_v<F, Q8_0>;
+
+template <int R, int T>
+void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride,
+                      const __m256i* bias, float* out, size_t out_stride) {
+  constexpr size_t kWB = sizeof(BlockQ8_0);
+  __m256 acc[R][T];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  alignas(32) float dd[R * T];
+  for (int64_t i = 0; i < nb; ++i) {
+    scale_products<R, T>(w + i * kWB, w_stride, a + i * kWB, a_stride, dd);
+    asm volatile("" : : "r"(dd) : "memory");  // read back by broadcast loads (see tile)
+    __m256i u[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) u[r] = Q8_0::unsigned_q(w + r * w_stride + i * kWB);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      __m256i aq = load32(a + t * a_stride + i * kWB + 2);
+      __m256i b = _mm256_load_si256(bias + t * nb + i);
+      // In registers: as memory operands g++ loads both once per row (the activation's often
+      // across a cache line: 34-byte blocks).
+      asm("" : "+x"(aq), "+x"(b));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m256i l = _mm256_dpbusd_epi32(b, u[r], aq);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_broadcast_ss(dd + r * T + t), _mm256_cvtepi32_ps(l), acc[r][t]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) out[t * out_stride + r] = hsum8(acc[r][t]);
+}
+
+using Q8OffsetTileFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, const __m256i*, float*,
+                                size_t);
+template <int R>
+Q8OffsetTileFn q8_0_offset_pick(int64_t nt) {
+  switch (nt) {
+    case 1: return q8_0_offset_tile<R, 1>;
+    case 2: return q8_0_offset_tile<R, 2>;
+    case 3: return q8_0_offset_tile<R, 3>;
+    default: return q8_0_offset_tile<R, 4>;
+  }
+}
+
+// All rows x tokens of a Q8_0 batch in the offset form: 2 rows x 4 tokens per tile (acc 8 + 2
+// rows + activation, bias, lanes: within 16 ymm), tails by the smaller tiles.
+inline void q8_0_offset_gemm(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
+                             size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
+  auto* bias = static_cast<__m256i*>(detail::thread_scratch(static_cast<size_t>(n_tok * nb) * sizeof(__m256i)));
+  for (int64_t t = 0; t < n_tok; ++t)
+    for (int64_t i = 0; i < nb; ++i) {
+      const __m256i aq = load32(a + t * a_stride + i * sizeof(BlockQ8_0) + 2);
+      bias[t * nb + i] =
+          _mm256_sub_epi32(_mm256_setzero_si256(),
+                           _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), aq));
+    }
+  for (int64_t r0 = 0; r0 < n_rows;) {
+    const int64_t nr = n_rows - r0 >= 2 ? 2 : 1;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kToks) {
+      const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;
+      (nr == 2 ? q8_0_offset_pick<2>(nt) : q8_0_offset_pick<1>(nt))(nb, w + r0 * w_stride, w_stride, a + t0 * a_stride,
+                                                                    a_stride, bias + t0 * nb,
+                                                                    out + t0 * out_stride + r0, out_stride);
+    }
+    r0 += nr;
+  }
+}
+
 template <class F, bool kVnni>
 void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
           float* out, size_t out_stride) {
@@ -325,6 +406,9 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
     r0 = q4_0_gemm_groups<kVnni>(nb, wb, w_stride, n_rows, ab, a_stride, n_tok, out, out_stride);
   else if (n_tok == 1)  // decode: rows in far-apart pairs, an odd last row below
     r0 = decode_row_pairs<F, kVnni>(nb, wb, w_stride, n_rows, ab, a_stride, out);
+  if constexpr (kQ8OffsetScratch<F, kVnni>) {
+    if (n_tok > 1) return q8_0_offset_gemm(nb, wb, w_stride, n_rows, ab, a_stride, n_tok, out, out_stride);
+  }
   const int64_t row_step = n_tok == 1 ? kDecodeRows : kRows;
   int64_t n_pairs = 0;  // tokens [0, 2 n_pairs) by the zmm pair tiles (AVX-512 + VNNI)
 #ifdef __AVX512F__

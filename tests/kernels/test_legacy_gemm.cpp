@@ -188,3 +188,28 @@ TEST_CASE("legacy gemm equals the scalar reference bitwise across row groups of 
     }
   }
 }
+
+// The block32 formats of the downloaded files (Q4_0, Q8_0) in batches of every size the tiles
+// split differently (1..26 tokens: 4-token tiles and their 1..3 tails; the AVX-VNNI tier's
+// Q8_0 offset form and Q4_0 row groups), at an odd first row, with row tails of 1..3.
+TEST_CASE("Q4_0 and Q8_0 batches of 1 to 26 tokens equal the scalar reference bitwise on every ISA") {
+  const int64_t n_rows = 19, n_tok = 26;
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
+    for (int64_t nb : {1, 5, 64}) {
+      Problem p(type, n_rows + 1, n_tok + 1, nb * 32, static_cast<uint32_t>(70 + nb));
+      for (const auto& v : variants(type)) {
+        for (int64_t nr : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{17}, n_rows}) {
+          for (int64_t nt = 1; nt <= n_tok; ++nt) {
+            const auto ref = p.run(ops_for(type, Isa::kScalar).gemm, 1, nr, 1, nt);
+            const auto got = p.run(v.gemm, 1, nr, 1, nt);
+            for (size_t j = 0; j < ref.size(); ++j) {
+              INFO(ggml_type_name(type) << " " << v.name << " nb=" << nb << " rows=" << nr << " toks=" << nt
+                                        << " r=" << j % nr << " t=" << j / nr);
+              REQUIRE(same_bits(got[j], ref[j]));
+            }
+          }
+        }
+      }
+    }
+  }
+}
