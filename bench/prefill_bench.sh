@@ -5,7 +5,9 @@
 # usage: bench/prefill_bench.sh [ROUNDS=3] [WORKERS=2] [DELAY_MS=0] [OUTDIR=/tmp/prefill-bench]
 #   env: BATON_BIN (dir of the tools), MODEL (gguf; default the 1.1B-shaped Q4_K_M of
 #   bench/run_comparison.sh), PROMPTS (default 128,512,2048), CHUNK (--prefill-chunk, default auto),
-#   ports 18461.. (workers) and 18481.. (relays)
+#   MAX_IN_FLIGHT (--max-in-flight: passes in flight, default the chain's one per stage),
+#   WORKER_LOG_LEVEL (debug: per-pass times for bench/scripts/pass_costs.py),
+#   PORT (first worker port, default 18461; relays at PORT+20..)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 B=${BATON_BIN:-$ROOT/build/bin}
@@ -13,6 +15,9 @@ M=${MODEL:-/work/models/tinyllama-Q4_K_M.gguf}
 ROUNDS=${1:-3}; W=${2:-2}; DELAY=${3:-0}; OUT=${4:-/tmp/prefill-bench}
 PROMPTS=${PROMPTS:-128,512,2048}
 CHUNK=${CHUNK:-0}
+PORT=${PORT:-18461}
+MAX_IN_FLIGHT=${MAX_IN_FLIGHT:-0}
+WORKER_LOG_LEVEL=${WORKER_LOG_LEVEL:-info}
 mkdir -p "$OUT"
 n_layer=$("$B/engine-gguf" info "$M" 2>/dev/null | awk '/block_count/{n=$NF} END{print n}')
 [ -n "$n_layer" ] || { echo "cannot read the layer count of $M" >&2; exit 1; }
@@ -20,7 +25,7 @@ n_layer=$("$B/engine-gguf" info "$M" 2>/dev/null | awk '/block_count/{n=$NF} END
   echo "model: $M"; echo "cluster:"; echo "  insecure: true"; echo "  nodes:"
   for i in $(seq 0 $((W - 1))); do
     first=$((i * n_layer / W)); last=$(((i + 1) * n_layer / W - 1))
-    port=$((18461 + i)); if [ "$DELAY" != 0 ]; then port=$((18481 + i)); fi
+    port=$((PORT + i)); if [ "$DELAY" != 0 ]; then port=$((PORT + 20 + i)); fi
     echo "    - { id: node-0$((i + 1)), host: 127.0.0.1, port: $port, layers: [$first, $last] }"
   done
 } > "$OUT/cluster.yaml"
@@ -30,15 +35,15 @@ trap cleanup EXIT
 cluster_run() {  # $1 = tag
   pids=()
   for i in $(seq 0 $((W - 1))); do
-    "$B/engine-worker" --host 127.0.0.1 --port $((18461 + i)) --node-id node-0$((i + 1)) --model "$M" --threads 1 \
-      --insecure >/dev/null 2>"$OUT/w$i.log" & pids+=($!)
+    "$B/engine-worker" --host 127.0.0.1 --port $((PORT + i)) --node-id node-0$((i + 1)) --model "$M" --threads 1 \
+      --insecure --log-level "$WORKER_LOG_LEVEL" >/dev/null 2>"$OUT/w$i-$1.log" & pids+=($!)
     if [ "$DELAY" != 0 ]; then
-      python3 "$ROOT/bench/scripts/delay_relay.py" $((18481 + i)) $((18461 + i)) "$DELAY" & pids+=($!)
+      python3 "$ROOT/bench/scripts/delay_relay.py" $((PORT + 20 + i)) $((PORT + i)) "$DELAY" & pids+=($!)
     fi
   done
   sleep 1
-  "$B/engine-bench" --config "$OUT/cluster.yaml" -p "$PROMPTS" -n 0 -r 2 -t 1 --prefill-chunk "$CHUNK" -o json \
-    > "$OUT/$1.json" 2>"$OUT/$1.err"
+  "$B/engine-bench" --config "$OUT/cluster.yaml" -p "$PROMPTS" -n 0 -r 2 -t 1 --prefill-chunk "$CHUNK" \
+    --max-in-flight "$MAX_IN_FLIGHT" -o json > "$OUT/$1.json" 2>"$OUT/$1.err"
   cleanup; pids=()
 }
 for r in $(seq 1 "$ROUNDS"); do

@@ -92,7 +92,8 @@ class Worker {
   std::unique_ptr<kernels::ThreadPool> pool_;
   std::unique_ptr<Load> load_;
   std::vector<float> hidden_, out_rows_;
-  double compute_ms_ = 0, busy_ms_ = 0;  // busy: frame received -> result sent, summed
+  double compute_ms_ = 0, busy_ms_ = 0;                    // busy: frame received -> result sent, summed
+  std::chrono::steady_clock::time_point last_pass_end_{};  // the idle time before a pass, in the debug log
   uint64_t forwards_ = 0, tokens_ = 0, bytes_in_ = 0, bytes_out_ = 0;
 };
 

@@ -1,6 +1,9 @@
 // One pass through the worker's stage: a Forward's rows are read, computed, and sent on to the
 // next hop as a Forward, or (last stage) the output rows back to the coordinator as Hidden, each
 // with this stage's timing record appended.
+#include <spdlog/spdlog.h>
+#include <time.h>
+
 #include <chrono>
 
 #include "engine/base/error.h"
@@ -36,6 +39,8 @@ void Worker::on_forward(const net::Forward& f, const net::Payload& body, const n
     return;
   }
   const auto t0 = Clock::now();
+  timespec cpu0{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
   try {
     load_->stage->forward(batch, hidden_.data());
   } catch (const std::exception& e) {
@@ -45,6 +50,20 @@ void Worker::on_forward(const net::Forward& f, const net::Payload& body, const n
     return;
   }
   const double compute_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (spdlog::should_log(spdlog::level::debug)) {
+    // Per pass, for bench/scripts/pass_costs.py: CPU time is what a loaded machine distorts least.
+    timespec cpu1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+    const double cpu_ms =
+        static_cast<double>(cpu1.tv_sec - cpu0.tv_sec) * 1e3 + static_cast<double>(cpu1.tv_nsec - cpu0.tv_nsec) / 1e6;
+    const double idle_ms = last_pass_end_ == Clock::time_point{}
+                               ? 0
+                               : std::chrono::duration<double, std::milli>(t0 - last_pass_end_).count();
+    spdlog::debug("{}: pass {}: {} tokens from position {}, compute {:.3f} ms, cpu {:.3f} ms, idle before {:.3f} ms",
+                  options_.node_id, f.micro_batch_id, batch.size(), f.tokens.empty() ? 0u : f.tokens.front().pos,
+                  compute_ms, cpu_ms, idle_ms);
+  }
+  last_pass_end_ = Clock::now();
   compute_ms_ += compute_ms;
   ++forwards_;
   tokens_ += batch.size();

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "engine/model/row_hint.h"
 
@@ -27,11 +28,17 @@ size_t next_prompt_piece(size_t n_prompt, size_t n_fed, size_t n_batch, size_t p
 
 // The piece size when none is asked for: with S > 1 passes in flight (a pipeline of S stages)
 // a prompt of P pieces takes (P + S - 1) piece-stage times, so longer chains want smaller pieces:
-// 128 / S tokens, within [8, 32] (32 measured best on 2 stages, docs/BENCHMARKS.md "Session 16";
-// the paper model there for 39). One runner takes whole chunks.
-inline size_t auto_prompt_piece(int n_batch, int max_in_flight) {
+// 128 / S tokens, within [8, 32] (32 measured best on 2 stages for 512 tokens and more,
+// docs/BENCHMARKS.md "Session 16"; the paper model there for 39). A prompt of n_prompt tokens
+// shorter than 16 such pieces gets about 4 pieces per stage instead (a multiple of 4, at least 8):
+// the chain's fill and drain is one piece per stage, and a pass costs little more than its rows
+// (2 stages, 128 tokens: pieces of 16, docs/BENCHMARKS.md "Session 19"). One runner takes whole chunks.
+inline size_t auto_prompt_piece(int n_batch, int max_in_flight, size_t n_prompt = SIZE_MAX) {
   if (max_in_flight <= 1) return static_cast<size_t>(n_batch);
-  return std::clamp<size_t>(128 / static_cast<size_t>(max_in_flight), 8, 32);
+  const size_t stages = static_cast<size_t>(max_in_flight);
+  const size_t piece = std::clamp<size_t>(128 / stages, 8, 32);
+  const size_t short_prompt_piece = std::max<size_t>(8, n_prompt / (4 * stages) / 4 * 4);
+  return std::min(piece, short_prompt_piece);
 }
 
 // The leading positions of a prompt of n_prompt tokens whose KV rows were computed in the

@@ -13,9 +13,9 @@ void run_prompt_pieces(ModelHead& head, LayerRunner& layers, uint64_t seq_id, st
   if (tokens.empty()) fail("run_prompt_pieces: no tokens");
   if (cut.n_batch == 0) fail("n_batch must be positive");
   const size_t n_embd = static_cast<size_t>(head.config().n_embd);
-  const size_t prefill_chunk = cut.prefill_chunk > 0
-                                   ? cut.prefill_chunk
-                                   : auto_prompt_piece(static_cast<int>(cut.n_batch), layers.max_in_flight());
+  const size_t prefill_chunk =
+      cut.prefill_chunk > 0 ? cut.prefill_chunk
+                            : auto_prompt_piece(static_cast<int>(cut.n_batch), layers.max_in_flight(), tokens.size());
   struct Piece {
     TokenBatch batch;
     std::vector<float> hidden;

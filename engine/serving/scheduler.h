@@ -146,7 +146,8 @@ struct SchedulerOptions {
   int n_batch = 512;     // tokens per forward pass (prompt chunks + decode tokens), >= 1
   // Prompt tokens per pass, as pieces of the n_batch chunks that change no bit
   // (engine/runtime/prompt_pieces.h): with a pipeline, a prompt's pieces are in flight at
-  // several stages at once. 0: auto_prompt_piece() (128 / stages within [8, 32] on a pipeline, whole chunks locally).
+  // several stages at once. 0: auto_prompt_piece() (128 / stages within [8, 32] on a pipeline, about 4
+  // per stage for a short prompt; whole chunks locally).
   int prefill_chunk = 0;
   // Finished sequences leave their KV in their slots for requests that share a prefix
   // (llama-server's cache_prompt); idle slots hold them, the least recently used goes first.

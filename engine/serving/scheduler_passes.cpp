@@ -32,9 +32,13 @@ void Scheduler::submit_passes() {
   // (its pieces then follow each other through the stages: pipelined prefill).
   const int64_t n_embd = head_.config().n_embd;
   const size_t n_batch = static_cast<size_t>(options_.n_batch);
-  const size_t prefill_chunk = options_.prefill_chunk > 0
-                                   ? static_cast<size_t>(options_.prefill_chunk)
-                                   : auto_prompt_piece(options_.n_batch, layers_->max_in_flight());
+  // 0: by the prompt's own length (the part computed: a reused prefix is not), fixed for its
+  // whole prefill so that its pieces are equal.
+  auto prefill_chunk_of = [&](const ActiveSequence& seq) {
+    return options_.prefill_chunk > 0
+               ? static_cast<size_t>(options_.prefill_chunk)
+               : auto_prompt_piece(options_.n_batch, layers_->max_in_flight(), seq.n_prompt() - seq.n_reused());
+  };
   const size_t n_decode_groups = std::min(static_cast<size_t>(n_free), decoders.size());
   for (size_t g = 0; g < static_cast<size_t>(n_free); ++g) {
     auto pass = std::make_unique<Pass>();
@@ -54,7 +58,7 @@ void Scheduler::submit_passes() {
       return true;
     };
     auto add = [&](ActiveSequence& seq) {
-      const size_t whole = seq.next_chunk_size(n_batch, prefill_chunk);
+      const size_t whole = seq.next_chunk_size(n_batch, prefill_chunk_of(seq));
       if (whole == 0) return;
       if (whole > budget) {
         if (seq.prefilling()) prefill_deferred_ = true;

@@ -96,6 +96,38 @@ TEST_CASE("pipelined prefill through 2 and 3 real workers is bitwise one process
   }
 }
 
+TEST_CASE("a short prompt in automatic pieces, and one more pass in flight than stages, are bitwise one process's",
+          "[pipeline]") {
+  const std::string path = test::shared_path(kModel);
+  auto local = local_model(path, 1);
+  Generator reference(local->head(), local->layers());
+  for (int stages : {2, 3}) {
+    auto w = test::spawn_workers(path, stages);
+    for (int extra : {0, 1}) {
+      std::vector<test::ClusterNode> nodes;
+      const int64_t n_layer = local->config().n_layer;
+      for (int64_t i = 0; i < stages; ++i)
+        nodes.push_back({w[i].get(), i * n_layer / stages, (i + 1) * n_layer / stages - 1});
+      pipeline::ClusterOptions co;
+      co.threads = 1;
+      co.n_ctx = 1024;
+      co.max_in_flight = extra ? stages + 1 : 0;
+      co.take_over = true;  // the workers may not have seen the previous cluster of this loop go yet
+      pipeline::Cluster cluster(test::config_of(test::cluster_yaml(path, nodes, "insecure: true")), co);
+      REQUIRE(cluster.layers().max_in_flight() == stages + extra);
+      // 128 and 100 tokens: automatic pieces of 16 and 12 on 2 stages, 8 on 3 (not 32 / 128 per stage).
+      for (size_t n : {100, 128, 300}) {
+        INFO(stages << " stages, " << stages + extra << " passes in flight, prompt " << n);
+        const auto prompt = random_prompt(local->config().n_vocab, n, static_cast<uint32_t>(n));
+        const auto want = reference.generate(1, prompt, options(256, 256));
+        Generator generator(cluster.head(), cluster.layers());
+        check_same(generator.generate(1, prompt, options(256, 0)), want);
+      }
+      CHECK(cluster.metrics().peak_in_flight == stages + extra);
+    }
+  }
+}
+
 TEST_CASE("a chat turn continued from the cached KV on 2 real workers equals the turn from scratch", "[pipeline]") {
   const std::string path = test::shared_path(kModel);
   auto local = local_model(path, 1);

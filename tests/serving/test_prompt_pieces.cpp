@@ -77,6 +77,22 @@ TEST_CASE("prompt pieces: never cross a chunk and hold at most the piece size, a
   CHECK_THROWS_AS(RowHint::decode(8), Error);
 }
 
+TEST_CASE("prompt pieces: the automatic piece is 128 per stages within 8 to 32, smaller for a short prompt") {
+  CHECK(auto_prompt_piece(512, 1, 128) == 512);  // one runner: whole chunks
+  CHECK(auto_prompt_piece(64, 1) == 64);
+  CHECK(auto_prompt_piece(512, 2) == 32);  // a long prompt
+  CHECK(auto_prompt_piece(512, 2, 2048) == 32);
+  CHECK(auto_prompt_piece(512, 2, 512) == 32);
+  CHECK(auto_prompt_piece(512, 2, 256) == 32);
+  CHECK(auto_prompt_piece(512, 2, 200) == 24);  // about 4 pieces per stage, a multiple of 4
+  CHECK(auto_prompt_piece(512, 2, 128) == 16);
+  CHECK(auto_prompt_piece(512, 2, 40) == 8);  // never below 8
+  CHECK(auto_prompt_piece(512, 2, 1) == 8);
+  CHECK(auto_prompt_piece(512, 4, 128) == 8);
+  CHECK(auto_prompt_piece(512, 16, 4096) == 8);
+  CHECK(auto_prompt_piece(512, 39, 100000) == 8);
+}
+
 TEST_CASE("prompt pieces: reuse starts within both prompts' grouped, tiled rows") {
   CHECK(reusable_prefix(1000, 512) == 512 + 488);
   CHECK(reusable_prefix(1001, 512) == 512 + 488);

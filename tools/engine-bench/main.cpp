@@ -46,6 +46,7 @@ struct Options {
   std::vector<int> verify_rows;   // speculative verification passes of these many rows
   bool take_over = false;         // --config: take workers held by another coordinator
   double request_timeout_s = 30;  // --config: one forward pass through the chain
+  int max_in_flight = 0;          // --config: passes in flight; 0: the chain's default
 };
 
 struct Stats {
@@ -241,7 +242,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--prefill-chunk", o.prefill_chunk,
                  "prompt tokens per pass, pieces of a chunk (same bits; 0: 128 / stages within [8, 32] on a cluster, "
-                 "whole chunks locally)")
+                 "about 4 per stage for a short prompt; whole chunks locally)")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--verify-rows", o.verify_rows,
                  "also time n-gen speculative verification passes of these many rows each (tests 'tv<rows>', "
@@ -252,6 +253,9 @@ int main(int argc, char** argv) {
   app.add_option("--request-timeout", o.request_timeout_s,
                  std::string("with --config: ") + baton::pipeline::kRequestTimeoutHelp)
       ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--max-in-flight", o.max_in_flight,
+                 "with --config: passes of a prompt in flight through the chain (0: the chain's default)")
+      ->check(CLI::Range(0, 64));
   app.add_option("-r,--repetitions", o.reps, "repetitions per test")->check(CLI::Range(1, 1000));
   app.add_flag("--mmap", o.mmap,
                "keep the weights in the file mapping (no copy, no repacked layout): pages can be evicted and re-read "
@@ -292,6 +296,7 @@ int main(int argc, char** argv) {
       auto front = std::make_shared<baton::ModelFront>(cc ? cc->model : o.model, fo);
       baton::pipeline::RunnerOptions ro;
       ro.cluster.take_over = o.take_over;
+      ro.cluster.max_in_flight = o.max_in_flight;
       ro.cluster.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_s * 1000));
       auto model = baton::pipeline::open_runner(front, cc ? &*cc : nullptr, ro);
       baton::pipeline::Cluster* cluster = model.cluster.get();

@@ -69,9 +69,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
   app.add_option("-b,--n-batch,--batch-size", so.scheduler.n_batch, "tokens per forward pass")
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--prefill-chunk", so.scheduler.prefill_chunk,
-                 "prompt tokens per pass: pieces of the n-batch chunks in flight at several stages at once (same "
-                 "bits; 0: 128 / stages within [8, 32] on a cluster, whole chunks locally)")
+  app.add_option(
+         "--prefill-chunk", so.scheduler.prefill_chunk,
+         "prompt tokens per pass: pieces of the n-batch chunks in flight at several stages at once (same "
+         "bits; 0: 128 / stages within [8, 32] on a cluster, about 4 per stage for a short prompt; whole chunks "
+         "locally)")
       ->check(CLI::Range(0, 1 << 20));
   bool no_cache_prompt = false;
   app.add_flag("--no-cache-prompt", no_cache_prompt,

@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--prefill-chunk", o.prefill_chunk,
                  "prompt tokens per pass on a pipeline (pieces of a chunk, same bits; 0: 128 / stages within [8, 32] "
-                 "on a cluster, whole chunks locally)")
+                 "on a cluster, about 4 per stage for a short prompt; whole chunks locally)")
       ->check(CLI::Range(0, 1 << 20));
   o.spec.add_to(app);
   app.add_flag("--take-over", o.take_over, std::string("with --config: ") + baton::pipeline::kTakeOverHelp);
