@@ -210,8 +210,7 @@ TEST_CASE("node probe: a calibration taken while other processes crowd the cores
   for (unsigned i = 0; i < spinners; ++i) {
     const pid_t pid = fork();
     if (pid == 0) {
-      for (volatile uint64_t x = 0;; x = x + 1) {
-      }
+      for (;;) asm volatile("");  // spin until killed
     }
     if (pid > 0) pids.push_back(pid);
   }
