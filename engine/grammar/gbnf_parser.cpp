@@ -16,7 +16,7 @@ using Alternatives = std::vector<Sequence>;
 constexpr uint32_t kMaxRepeat = 10000;  // {m,n} bounds: each copy is spelled out
 // All copies together: a short text must not build a huge grammar ("abcd..."{10000} inside
 // (...){10000} would otherwise spell out billions of symbols).
-constexpr uint64_t kMaxSpelledSymbols = 1u << 19;
+constexpr uint64_t kMaxSpelledSymbols = 1u << 17;
 
 class Parser {
  public:
