@@ -14,6 +14,9 @@ using Sequence = std::vector<Symbol>;
 using Alternatives = std::vector<Sequence>;
 
 constexpr uint32_t kMaxRepeat = 10000;  // {m,n} bounds: each copy is spelled out
+// All copies together: a short text must not build a huge grammar ("abcd..."{10000} inside
+// (...){10000} would otherwise spell out billions of symbols).
+constexpr uint64_t kMaxSpelledSymbols = 1u << 17;
 
 class Parser {
  public:
@@ -250,6 +253,11 @@ class Parser {
       ++pos_;
       if (!unbounded && max < min) error(fmt::format("repetition {{{},{}}} has max < min", min, max));
     }
+    spelled_ += (static_cast<uint64_t>(min) + (unbounded ? 1 : max - min)) * (item.size() + 1);
+    if (spelled_ > kMaxSpelledSymbols)
+      fail<GrammarLimitError>(
+          "grammar: the repetitions up to line {} spell out more than {} symbols (the limit of a grammar)", line(),
+          kMaxSpelledSymbols);
     for (uint32_t i = 0; i < min; ++i) seq.insert(seq.end(), item.begin(), item.end());
     if (unbounded) {
       // R ::= item R | (empty)
@@ -351,6 +359,7 @@ class Parser {
   std::vector<size_t> first_use_;
   std::map<std::string, uint32_t> ids_;
   uint32_t helpers_ = 0;
+  uint64_t spelled_ = 0;  // symbols the repetitions copied so far
 };
 
 }  // namespace

@@ -20,6 +20,12 @@ class GrammarError : public Error {
  public:
   using Error::Error;
 };
+// A grammar refused for the work it would take, not for its text: repetitions that spell out
+// too many symbols (gbnf_parser.h), or a start or a step past the matcher's bounds (matcher.h).
+class GrammarLimitError : public GrammarError {
+ public:
+  using GrammarError::GrammarError;
+};
 
 struct CharRange {
   uint32_t lo = 0, hi = 0;  // inclusive

@@ -11,9 +11,12 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
+#include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/grammar.h"
+#include "engine/grammar/matcher.h"
 
 namespace baton::grammar {
 namespace {
@@ -394,8 +397,20 @@ std::string primitive_rules(const std::set<std::string>& primitives_used) {
 
 std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, bool strict) {
   std::set<std::string> used;
-  std::string rules = json_schema_rules(schema, strict, "root", used);
-  return rules + primitive_rules(used);
+  std::string gbnf = json_schema_rules(schema, strict, "root", used);  // fills `used` first
+  gbnf += primitive_rules(used);
+  // Large counts (minItems, maxLength ... up to 10000 each) and nested anyOf can add up to a
+  // grammar past the parser's or the matcher's bounds: refused here, naming the schema, rather
+  // than when generation starts.
+  try {
+    Matcher start(std::make_shared<const Grammar>(parse_gbnf(gbnf)));
+  } catch (const GrammarLimitError& e) {
+    fail<GrammarLimitError>("JSON schema: the grammar it compiles to is too large or too ambiguous: {}", e.what());
+  } catch (const GrammarError& e) {
+    // Not the client's fault: the compiler must only write valid GBNF (the fuzz target checks it).
+    throw std::logic_error(fmt::format("the JSON schema compiler wrote GBNF its parser refuses: {}", e.what()));
+  }
+  return gbnf;
 }
 
 std::string json_object_gbnf() { return json_schema_to_gbnf(json{{"type", "object"}}, false); }

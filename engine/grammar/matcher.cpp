@@ -3,21 +3,66 @@
 #include <algorithm>
 #include <cstring>
 
+#include <fmt/format.h>
+
 namespace baton::grammar {
 
-void StackSet::add_unique(std::span<const uint32_t> stack) {
-  // Sets stay small for the grammars we build (a handful of stacks): a linear scan is cheapest.
-  for (size_t i = 0; i < size(); ++i) {
-    auto s = at(i);
-    if (s.size() == stack.size() && std::equal(s.begin(), s.end(), stack.begin())) return;
+namespace {
+
+constexpr size_t kStackIndexFrom = 32;  // below: a linear scan is cheaper than hashing
+// Expansions within a step before finished states are remembered: the grammars we build take
+// a handful, and remembering costs a copy of the state.
+constexpr size_t kMemoFrom = 32;
+
+uint64_t hash_of_stack(std::span<const uint32_t> stack) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ stack.size();
+  for (uint32_t v : stack) h = (h ^ v) * 0x100000001B3ull + (h >> 29);
+  return h;
+}
+
+}  // namespace
+
+bool StackSet::add_unique(std::span<const uint32_t> stack) {
+  if (index.empty()) {
+    for (size_t i = 0; i < size(); ++i) {
+      auto s = at(i);
+      if (s.size() == stack.size() && std::equal(s.begin(), s.end(), stack.begin())) return false;
+    }
+    data.insert(data.end(), stack.begin(), stack.end());
+    offsets.push_back(static_cast<uint32_t>(data.size()));
+    if (size() > kStackIndexFrom) rebuild_index();
+    return true;
   }
-  data.insert(data.end(), stack.begin(), stack.end());
-  offsets.push_back(static_cast<uint32_t>(data.size()));
+  const size_t mask = index.size() - 1;
+  for (size_t slot = hash_of_stack(stack) & mask;; slot = (slot + 1) & mask) {
+    if (index[slot] == 0) {
+      data.insert(data.end(), stack.begin(), stack.end());
+      offsets.push_back(static_cast<uint32_t>(data.size()));
+      index[slot] = static_cast<uint32_t>(size());
+      if (size() * 2 > index.size()) rebuild_index();
+      return true;
+    }
+    auto s = at(index[slot] - 1);
+    if (s.size() == stack.size() && std::equal(s.begin(), s.end(), stack.begin())) return false;
+  }
+}
+
+void StackSet::rebuild_index() {
+  size_t capacity = 64;
+  while (capacity < size() * 4) capacity *= 2;
+  index.assign(capacity, 0);
+  const size_t mask = capacity - 1;
+  for (size_t i = 0; i < size(); ++i) {
+    size_t slot = hash_of_stack(at(i)) & mask;
+    while (index[slot] != 0) slot = (slot + 1) & mask;
+    index[slot] = static_cast<uint32_t>(i + 1);
+  }
 }
 
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
   // The start: every alternative of the root rule, expanded.
   work_.clear();
+  begin_expansion();
   const Grammar& g = *grammar_;
   for (uint32_t start : g.alternatives[g.root]) {
     if (g.code[start].kind != Symbol::Kind::kEnd) work_.push_back(start);
@@ -26,18 +71,31 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(gr
   }
 }
 
-void Matcher::expand(std::vector<uint32_t>& work, StackSet& out) const {
-  if (work.empty()) {
-    out.add_unique(work);
+void Matcher::begin_expansion() {
+  expanded_.clear();
+  expansion_steps_ = 0;
+}
+
+void Matcher::expand(std::vector<uint32_t>& work, StackSet& out) {
+  if (++expansion_steps_ > kMaxExpansionSteps)
+    fail<GrammarLimitError>(
+        "grammar: too ambiguous: one character needs more than {} rule expansions to follow (the matcher's limit; "
+        "alternatives that match the same text, such as nested optional or empty ones, multiply them)",
+        kMaxExpansionSteps);
+  const Grammar& g = *grammar_;
+  if (work.empty() || g.code[work.back()].kind == Symbol::Kind::kChars) {
+    if (out.add_unique(work) && out.size() > kMaxParseStacks)
+      fail<GrammarLimitError>(
+          "grammar: too ambiguous: more than {} parse states alive at once (the matcher's limit; alternatives "
+          "that match the same text, such as nested optional or empty ones, multiply them)",
+          kMaxParseStacks);
     return;
   }
-  const Grammar& g = *grammar_;
+  // A state expanded before in this step already has all its stacks in `out`: the paths to it
+  // are many in an ambiguous grammar, its expansion is needed once.
+  if (expansion_steps_ > kMemoFrom && !expanded_.add_unique(work)) return;
   const uint32_t pos = work.back();
   const Symbol sym = g.code[pos];
-  if (sym.kind == Symbol::Kind::kChars) {
-    out.add_unique(work);
-    return;
-  }
   // A rule reference: replace it by what follows it, then each alternative's first symbol.
   work.pop_back();
   const bool more = g.code[pos + 1].kind != Symbol::Kind::kEnd;
@@ -58,6 +116,7 @@ void Matcher::expand(std::vector<uint32_t>& work, StackSet& out) const {
 void Matcher::advance(const StackSet& in, uint32_t cp, StackSet& out) {
   const Grammar& g = *grammar_;
   out.clear();
+  begin_expansion();
   for (size_t i = 0; i < in.size(); ++i) {
     auto s = in.at(i);
     if (s.empty()) continue;

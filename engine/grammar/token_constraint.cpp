@@ -12,6 +12,9 @@ std::shared_ptr<const CompiledConstraint> CompiledConstraint::build(std::string_
                                                                     const tokenizer::Tokenizer& tokenizer) {
   auto c = std::make_shared<CompiledConstraint>();
   c->grammar = std::make_shared<const Grammar>(parse_gbnf(gbnf));
+  // The start within the matcher's bounds (GrammarLimitError otherwise): here, on the request's
+  // thread and answered with a 400, rather than in the scheduler, where every sequence waits.
+  Matcher start(c->grammar);
   c->trie = VocabTrie::of(tokenizer);
   for (int32_t id = 0; id < tokenizer.n_vocab(); ++id)
     if (tokenizer.is_eog(id)) c->eog_tokens.push_back(id);

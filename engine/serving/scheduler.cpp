@@ -61,6 +61,8 @@ SchedulerStats Scheduler::stats() const {
 }
 
 std::shared_ptr<RequestHandle> Scheduler::submit(CompletionRequest request) {
+  if (options_.n_predict > 0 && (request.max_tokens < 0 || request.max_tokens > options_.n_predict))
+    request.max_tokens = options_.n_predict;
   if (request.prompt.empty()) fail("the prompt is empty: nothing to continue");
   if (static_cast<int64_t>(request.prompt.size()) >= n_ctx_)
     fail("the prompt has {} tokens but the context holds {} (at least one must be left to generate)",

@@ -158,6 +158,10 @@ struct SchedulerOptions {
   SpecParams speculation;
   int spec_max_decoders = 4;
   DraftModel* draft_model = nullptr;  // SpecMode::kDraft's drafts (not owned; outlives the scheduler)
+  // > 0: no request generates more tokens than this (a larger or unlimited max_tokens is cut to
+  // it), as llama-server's -n caps each request's n_predict. <= 0: no cap. The HTTP fuzz target
+  // serves with 2, so its executions go to parsing and routing rather than generating.
+  int n_predict = 0;
 };
 
 struct SchedulerStats {

@@ -40,7 +40,11 @@ FuzzHttpServers& fuzz_http_servers() {
     const char* path = std::getenv("BATON_FUZZ_MODEL");
     baton::api::ServeOptions so;
     so.threads = 1;
-    so.n_ctx = 64;  // bounds any generation a request asks for
+    so.n_ctx = 64;
+    // At most 2 tokens a request (the first from the prompt's pass, one decode step): the routes,
+    // parsers, streaming and the scheduler's admission all run as for a longer answer, and the
+    // executions go to them instead of to generating (docs/FUZZING.md).
+    so.scheduler.n_predict = 2;
     FuzzHttpServers f;
     f.model = baton::api::ServedModel::open_local(path ? path : BATON_FUZZ_DEFAULT_MODEL, so);
     baton::api::ServerOptions open;

@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path corpus_dir() {
-  const fs::path dir = fs::path(__FILE__).parent_path() / "corpus";
+  // BATON_SOURCE_DIR from the build (tests/CMakeLists.txt): __FILE__ is relative under ccache's CCACHE_BASEDIR.
+  const fs::path dir = fs::path(BATON_SOURCE_DIR) / "tests" / "gguf" / "corpus";
   if (!fs::is_directory(dir)) FAIL("fuzz corpus directory missing: " << dir);
   return dir;
 }
