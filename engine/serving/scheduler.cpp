@@ -106,13 +106,15 @@ void Scheduler::set_unavailable(const std::string& reason) {
 
 void Scheduler::run() {
   for (;;) {
+    bool idle_tasks_waiting = false;
     {
       std::unique_lock lock(mutex_);
       if (active_.empty() && passes_.empty())
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !idle_tasks_.empty(); });
       if (stopping_) break;
+      idle_tasks_waiting = !idle_tasks_.empty();
     }
-    if (run_idle_tasks()) continue;
+    if (idle_tasks_waiting && run_idle_tasks()) continue;  // no second lock a step when none waits
     admit();
     drop_cancelled();
     submit_passes();
