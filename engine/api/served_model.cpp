@@ -200,14 +200,6 @@ serving::SchedulerOptions scheduler_options(const ServeOptions& options, std::un
   return so;
 }
 
-ModelFrontOptions front_options_of(const ServeOptions& options) {
-  ModelFrontOptions fo;
-  fo.threads = options.threads;
-  fo.n_ctx = options.n_ctx;
-  fo.placement = options.placement;
-  return fo;
-}
-
 std::string upper(std::string_view s) {
   std::string out(s);
   for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -264,7 +256,7 @@ std::unique_ptr<ServedModel> ServedModel::open_local(const std::string& path, co
   s->parts_ = std::make_unique<Parts>();
   pipeline::RunnerOptions ro;
   ro.max_sequences = options.scheduler.slots;
-  s->parts_->runner = pipeline::open_runner(std::make_shared<ModelFront>(path, front_options_of(options)), nullptr, ro);
+  s->parts_->runner = pipeline::open_runner(std::make_shared<ModelFront>(path, front_options(options)), nullptr, ro);
   auto& model = s->parts_->runner.local;
   s->tokenizer_ = &model->tokenizer();
   s->init_common(*model->file(), model->config(), options, model->layers().n_ctx(),
@@ -295,7 +287,7 @@ std::unique_ptr<ServedModel> ServedModel::open_cluster(const ClusterConfig& conf
   co.max_sequences = options.scheduler.slots;
   co.take_over = options.take_over;
   co.request_timeout = options.request_timeout;
-  ModelFrontOptions fo = front_options_of(options);
+  ModelFrontOptions fo = front_options(options);
   fo.placement = WeightPlacement::kResident;  // the head only: the layers are the workers'
   auto front = std::make_shared<ModelFront>(config.model, fo);
   if (config.nodes_auto) {

@@ -31,19 +31,8 @@ ChainOptions chain_options(const ClusterConfig& config, const ClusterOptions& op
   return co;
 }
 
-namespace {
-
-ModelFrontOptions cluster_front_options(const ClusterOptions& options) {
-  ModelFrontOptions fo;
-  fo.threads = options.threads;
-  fo.n_ctx = options.n_ctx;
-  return fo;
-}
-
-}  // namespace
-
 Cluster::Cluster(const ClusterConfig& config, const ClusterOptions& options)
-    : Cluster(std::make_shared<ModelFront>(config.model, cluster_front_options(options)), config, options) {}
+    : Cluster(std::make_shared<ModelFront>(config.model, front_options(options)), config, options) {}
 
 Cluster::Cluster(std::shared_ptr<ModelFront> front, const ClusterConfig& config, const ClusterOptions& options)
     : front_(std::move(front)), plan_(plan_layers(config, front_->config().n_layer)) {

@@ -2,14 +2,6 @@
 
 namespace baton {
 
-ModelFrontOptions front_options(const LocalModelOptions& options) {
-  ModelFrontOptions fo;
-  fo.threads = options.threads;
-  fo.n_ctx = options.n_ctx;
-  fo.placement = options.placement;
-  return fo;
-}
-
 LocalModel::LocalModel(const std::string& path, const LocalModelOptions& options)
     : LocalModel(std::make_shared<ModelFront>(path, front_options(options)), options) {}
 

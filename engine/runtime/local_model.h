@@ -27,9 +27,6 @@ struct LocalModelOptions {
   WeightPlacement placement = WeightPlacement::kResident;  // --mmap: kMapped (engine/model/weights.h)
 };
 
-// The front's options of a LocalModel's (threads, n_ctx, placement).
-ModelFrontOptions front_options(const LocalModelOptions& options);
-
 class LocalModel {
  public:
   // Opens its own front. Throws baton::Error naming what is wrong with the file.

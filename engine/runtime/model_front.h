@@ -27,6 +27,17 @@ struct ModelFrontOptions {
   WeightPlacement placement = WeightPlacement::kResident;  // --mmap: kMapped (engine/model/weights.h)
 };
 
+// The front's options out of a tool's or a runner's options: threads and n_ctx, and the placement
+// where those options have one (a cluster's layers are on its workers, so ClusterOptions has none).
+template <class Options>
+ModelFrontOptions front_options(const Options& options) {
+  ModelFrontOptions fo;
+  fo.threads = options.threads;
+  fo.n_ctx = options.n_ctx;
+  if constexpr (requires { options.placement; }) fo.placement = options.placement;
+  return fo;
+}
+
 class ModelFront {
  public:
   // Throws baton::Error naming what is wrong with the file.
