@@ -13,6 +13,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -190,6 +191,25 @@ class RawListener {
  private:
   int fd_;
   uint16_t port_;
+};
+
+// A server of a later protocol version: it answers one client's Hello with version 99 (as
+// "future-server") and waits for the client to hang up. The thread is joined on destruction.
+class FutureVersionServer {
+ public:
+  FutureVersionServer()
+      : thread_([this] {
+          RawSocket s = listener_.accept_one();
+          s.recv_message();
+          s.send_message(Hello{99, 0, "future-server", Role::kWorker, AuthMode::kHmacSha256});
+          s.closed_by_peer();
+        }) {}
+  ~FutureVersionServer() { thread_.join(); }
+  uint16_t port() const { return listener_.port(); }
+
+ private:
+  RawListener listener_;  // before thread_: listening before the thread accepts
+  std::thread thread_;
 };
 
 }  // namespace baton::net::test

@@ -142,18 +142,11 @@ TEST_CASE("connect with a wrong secret or the other auth mode reports kAuthRejec
 
 TEST_CASE("connect to a peer of another protocol version reports kVersionMismatch") {
   WallClockBound bound(30s, "connect version kind");
-  RawListener listener;
-  std::thread fake([&] {
-    RawSocket s = listener.accept_one();
-    s.recv_message();
-    s.send_message(Hello{99, 0, "future-server", Role::kWorker, AuthMode::kHmacSha256});
-    s.closed_by_peer();
-  });
+  FutureVersionServer fake;
   InboxNode client(node_options("client", AuthConfig::with_secret(kSecret)));
-  ConnectError e = connect_error_of(client, "127.0.0.1", listener.port());
+  ConnectError e = connect_error_of(client, "127.0.0.1", fake.port());
   CHECK(e.kind() == ConnectFailure::kVersionMismatch);
   CHECK_THAT(e.reason(), Catch::Contains("version 99"));
-  fake.join();
 }
 
 TEST_CASE("connect to a peer that answers the Hello with another message reports kProtocol") {

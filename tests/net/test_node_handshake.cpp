@@ -116,18 +116,11 @@ TEST_CASE("a protocol version mismatch names both versions on both sides") {
              Catch::Contains("version 99") && Catch::Contains(fmt::format("version {}", kProtocolVersion)));
 
   // Client side: a raw server answering with version 99.
-  RawListener listener;
-  std::thread fake([&] {
-    RawSocket s = listener.accept_one();
-    s.recv_message();
-    s.send_message(Hello{99, 0, "future-server", Role::kWorker, AuthMode::kHmacSha256});
-    s.closed_by_peer();
-  });
+  FutureVersionServer fake;
   InboxNode client(node_options("client", AuthConfig::with_secret(kSecret)));
-  CHECK_THROWS_WITH(client.node->connect("127.0.0.1", listener.port()),
+  CHECK_THROWS_WITH(client.node->connect("127.0.0.1", fake.port()),
                     Catch::Contains("version 99") && Catch::Contains(fmt::format("version {}", kProtocolVersion)) &&
                         Catch::Contains("future-server"));
-  fake.join();
 }
 
 TEST_CASE("hostile clients are disconnected while a good client keeps being served") {
