@@ -318,10 +318,11 @@ int64_t decode_row_pairs(int64_t nb, const uint8_t* w, size_t w_stride, int64_t 
 // Q8_0 batches in the AVX-VNNI tier (16 ymm registers): the offset form, with each token's
 // blocks prepared once per call into scratch (Q8OffsetAct) instead of per tile. l = dpbusd(bias,
 // q + 128, a) with bias = -128 Σ a per lane is Σ q a exactly (the sign form's lanes), so the bits
-// are the tile's. Per (row, token, block) one vpdpbusd + vcvtdq2ps + vmulps + fma: the scale
-// product d_w * d_a as a vmulps of two broadcasts (the same float product) rather than
-// scale_products' stored vector read back by broadcast loads, which measured ~20 % slower here
-// (docs/BENCHMARKS.md, Kernel notes); the activations 32-byte aligned, beside their bias.
+// are the tile's. Per (row, token, block) one vpdpbusd + vcvtdq2ps + vpermilps + fma, and a
+// vmulps per row and block: d_w times the tile's 4 d_a in both 128-bit halves, each product
+// then broadcast in-lane (the same float products as scale_products', whose stored vector read
+// back by broadcast loads measured ~25 % slower here: docs/BENCHMARKS.md, Kernel notes); the
+// activations 32-byte aligned, beside their bias.
 template <class F, bool kVnni>
 inline constexpr bool kQ8OffsetScratch = kVnni && !kWideRegs && std::is_same_v<F, Q8_0>;
 
@@ -331,9 +332,11 @@ struct Q8OffsetAct {
   __m256i qs;    // the 32 quants
 };
 
+// act_d4: the d of tokens t0..t0+3 of block i at act_d4[4 i + t] (a tile's 4 tokens side by side).
 template <int R, int T>
-void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const Q8OffsetAct* act, const float* act_d,
+void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const Q8OffsetAct* act, const float* act_d4,
                       float* out, size_t out_stride) {
+  static_assert(T <= 4);
   constexpr size_t kWB = sizeof(BlockQ8_0);
   __m256 acc[R][T];
 #pragma GCC unroll 8
@@ -341,15 +344,18 @@ void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const Q8Off
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
+    // dd[r] = d_w(r) * [d_a(t0) .. d_a(t0 + 3)] in both 128-bit halves: vpermilps then broadcasts
+    // each product without a cross-lane shuffle or a multiply per output.
+    const __m256 da = _mm256_broadcast_ps(reinterpret_cast<const __m128*>(act_d4 + 4 * i));
     __m256i u[R];
-    __m256 dw[R];
+    __m256 dd[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* wb = w + r * w_stride + i * kWB;
       u[r] = Q8_0::unsigned_q(wb);
       uint16_t h;
       __builtin_memcpy(&h, wb, 2);
-      dw[r] = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h)));
+      dd[r] = _mm256_mul_ps(_mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h))), da);
     }
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
@@ -357,11 +363,10 @@ void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const Q8Off
       __m256i b = act[t * nb + i].bias;
       // In registers: as memory operands g++ loads both once per row.
       asm("" : "+x"(aq), "+x"(b));
-      const __m256 da = _mm256_broadcast_ss(act_d + t * nb + i);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const __m256i l = _mm256_dpbusd_epi32(b, u[r], aq);
-        acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw[r], da), _mm256_cvtepi32_ps(l), acc[r][t]);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_permute_ps(dd[r], t * 0x55), _mm256_cvtepi32_ps(l), acc[r][t]);
       }
     }
   }
@@ -387,7 +392,9 @@ Q8OffsetTileFn q8_0_offset_pick(int64_t nt) {
 inline void q8_0_offset_gemm(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
                              size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
   const size_t n_blocks = static_cast<size_t>(n_tok * nb);
-  auto* act = static_cast<Q8OffsetAct*>(detail::thread_scratch(n_blocks * (sizeof(Q8OffsetAct) + sizeof(float))));
+  const size_t n_d = static_cast<size_t>((n_tok + 3) / 4 * 4 * nb);  // a last partial tile's d padded to 4
+  auto* act = static_cast<Q8OffsetAct*>(detail::thread_scratch(n_blocks * sizeof(Q8OffsetAct) + n_d * sizeof(float)));
+  // d of token t, block i at act_d[(t / 4) 4 nb + 4 i + t % 4]: each tile's 4 side by side.
   auto* act_d = reinterpret_cast<float*>(act + n_blocks);
   for (int64_t t = 0; t < n_tok; ++t)
     for (int64_t i = 0; i < nb; ++i) {
@@ -397,7 +404,7 @@ inline void q8_0_offset_gemm(int64_t nb, const uint8_t* w, size_t w_stride, int6
       x.bias = _mm256_sub_epi32(_mm256_setzero_si256(),
                                 _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), aq));
       x.qs = aq;
-      act_d[t * nb + i] = half_to_float(ab);
+      act_d[(t / 4) * 4 * nb + 4 * i + t % 4] = half_to_float(ab);
     }
   for (int64_t r0 = 0; r0 < n_rows;) {
     const int64_t nr = n_rows - r0 >= 2 ? 2 : 1;
@@ -405,7 +412,7 @@ inline void q8_0_offset_gemm(int64_t nb, const uint8_t* w, size_t w_stride, int6
       const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;
       (nr == 2 ? q8_0_offset_pick<2>(nt) : q8_0_offset_pick<1>(nt))(nb, w + r0 * w_stride, w_stride, act + t0 * nb,
                                                                     act_d + t0 * nb, out + t0 * out_stride + r0,
-                                                                    out_stride);
+                                                                    out_stride);  // t0 % 4 == 0
     }
     r0 += nr;
   }
