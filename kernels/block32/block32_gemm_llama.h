@@ -322,7 +322,8 @@ int64_t decode_row_pairs(int64_t nb, const uint8_t* w, size_t w_stride, int64_t 
 // vmulps per row and block: d_w times the tile's 4 d_a in both 128-bit halves, each product
 // then broadcast in-lane (the same float products as scale_products', whose stored vector read
 // back by broadcast loads measured ~25 % slower here: docs/BENCHMARKS.md, Kernel notes); the
-// activations 32-byte aligned, beside their bias.
+// activations 32-byte aligned, beside their bias; the row pair's d converted to float once for
+// all its token tiles (vcvtph2ps per block cost ~12 %).
 template <class F, bool kVnni>
 inline constexpr bool kQ8OffsetScratch = kVnni && !kWideRegs && std::is_same_v<F, Q8_0>;
 
@@ -334,8 +335,8 @@ struct Q8OffsetAct {
 
 // act_d4: the d of tokens t0..t0+3 of block i at act_d4[4 i + t] (a tile's 4 tokens side by side).
 template <int R, int T>
-void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const Q8OffsetAct* act, const float* act_d4,
-                      float* out, size_t out_stride) {
+void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const float* w_d, const Q8OffsetAct* act,
+                      const float* act_d4, float* out, size_t out_stride) {
   static_assert(T <= 4);
   constexpr size_t kWB = sizeof(BlockQ8_0);
   __m256 acc[R][T];
@@ -353,9 +354,7 @@ void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const Q8Off
     for (int r = 0; r < R; ++r) {
       const uint8_t* wb = w + r * w_stride + i * kWB;
       u[r] = Q8_0::unsigned_q(wb);
-      uint16_t h;
-      __builtin_memcpy(&h, wb, 2);
-      dd[r] = _mm256_mul_ps(_mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h))), da);
+      dd[r] = _mm256_mul_ps(_mm256_broadcast_ss(w_d + R * i + r), da);
     }
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
@@ -376,7 +375,8 @@ void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const Q8Off
     for (int r = 0; r < R; ++r) out[t * out_stride + r] = hsum8(acc[r][t]);
 }
 
-using Q8OffsetTileFn = void (*)(int64_t, const uint8_t*, size_t, const Q8OffsetAct*, const float*, float*, size_t);
+using Q8OffsetTileFn = void (*)(int64_t, const uint8_t*, size_t, const float*, const Q8OffsetAct*, const float*, float*,
+                                size_t);
 template <int R>
 Q8OffsetTileFn q8_0_offset_pick(int64_t nt) {
   switch (nt) {
@@ -393,9 +393,11 @@ inline void q8_0_offset_gemm(int64_t nb, const uint8_t* w, size_t w_stride, int6
                              size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
   const size_t n_blocks = static_cast<size_t>(n_tok * nb);
   const size_t n_d = static_cast<size_t>((n_tok + 3) / 4 * 4 * nb);  // a last partial tile's d padded to 4
-  auto* act = static_cast<Q8OffsetAct*>(detail::thread_scratch(n_blocks * sizeof(Q8OffsetAct) + n_d * sizeof(float)));
+  auto* act = static_cast<Q8OffsetAct*>(
+      detail::thread_scratch(n_blocks * sizeof(Q8OffsetAct) + (n_d + 2 * static_cast<size_t>(nb)) * sizeof(float)));
   // d of token t, block i at act_d[(t / 4) 4 nb + 4 i + t % 4]: each tile's 4 side by side.
   auto* act_d = reinterpret_cast<float*>(act + n_blocks);
+  float* w_d = act_d + n_d;  // the current row pair's d, block i's at 2 i (one row: i)
   for (int64_t t = 0; t < n_tok; ++t)
     for (int64_t i = 0; i < nb; ++i) {
       const uint8_t* ab = a + t * a_stride + i * sizeof(BlockQ8_0);
@@ -408,9 +410,12 @@ inline void q8_0_offset_gemm(int64_t nb, const uint8_t* w, size_t w_stride, int6
     }
   for (int64_t r0 = 0; r0 < n_rows;) {
     const int64_t nr = n_rows - r0 >= 2 ? 2 : 1;
+    // The rows' f16 d converted once for all token tiles (vcvtph2ps partly takes the multiply pipes).
+    for (int64_t i = 0; i < nb; ++i)
+      for (int64_t r = 0; r < nr; ++r) w_d[nr * i + r] = half_to_float(w + (r0 + r) * w_stride + i * sizeof(BlockQ8_0));
     for (int64_t t0 = 0; t0 < n_tok; t0 += kToks) {
       const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;
-      (nr == 2 ? q8_0_offset_pick<2>(nt) : q8_0_offset_pick<1>(nt))(nb, w + r0 * w_stride, w_stride, act + t0 * nb,
+      (nr == 2 ? q8_0_offset_pick<2>(nt) : q8_0_offset_pick<1>(nt))(nb, w + r0 * w_stride, w_stride, w_d, act + t0 * nb,
                                                                     act_d + t0 * nb, out + t0 * out_stride + r0,
                                                                     out_stride);  // t0 % 4 == 0
     }
