@@ -315,41 +315,57 @@ int64_t decode_row_pairs(int64_t nb, const uint8_t* w, size_t w_stride, int64_t 
   return 2 * half;
 }
 
-// Q8_0 batches in the AVX-VNNI tier (16 ymm registers): the offset form, with the per-token bias
-// computed once per call into scratch instead of per tile. l = dpbusd(bias, q + 128, a) with
-// bias = -128 Σ a per lane is Σ q a exactly (the sign form's lanes), so the bits are the tile's.
-// Per (row, token, block) one vpdpbusd + vcvtdq2ps + fma (the bias and activations as loads),
-// where the sign form also spends a vpsignb: the in-tile offset form spilled (see tile).
+// Q8_0 batches in the AVX-VNNI tier (16 ymm registers): the offset form, with each token's
+// blocks prepared once per call into scratch (Q8OffsetAct) instead of per tile. l = dpbusd(bias,
+// q + 128, a) with bias = -128 Σ a per lane is Σ q a exactly (the sign form's lanes), so the bits
+// are the tile's. Per (row, token, block) one vpdpbusd + vcvtdq2ps + vpermilps + fma, and a
+// vmulps per row and block: d_w times the tile's 4 d_a in both 128-bit halves, each product
+// then broadcast in-lane (the same float products as scale_products', whose stored vector read
+// back by broadcast loads measured ~25 % slower here: docs/BENCHMARKS.md, Kernel notes); the
+// activations 32-byte aligned, beside their bias; the row pair's d converted to float once for
+// all its token tiles (vcvtph2ps per block cost ~12 %).
 template <class F, bool kVnni>
 inline constexpr bool kQ8OffsetScratch = kVnni && !kWideRegs && std::is_same_v<F, Q8_0>;
 
+// One activation block of a Q8_0 batch in the offset form.
+struct Q8OffsetAct {
+  __m256i bias;  // -128 Σ a over each lane's 4 quants
+  __m256i qs;    // the 32 quants
+};
+
+// act_d4: the d of tokens t0..t0+3 of block i at act_d4[4 i + t] (a tile's 4 tokens side by side).
 template <int R, int T>
-void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride,
-                      const __m256i* bias, float* out, size_t out_stride) {
+void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const float* w_d, const Q8OffsetAct* act,
+                      const float* act_d4, float* out, size_t out_stride) {
+  static_assert(T <= 4);
   constexpr size_t kWB = sizeof(BlockQ8_0);
   __m256 acc[R][T];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-  alignas(32) float dd[R * T];
   for (int64_t i = 0; i < nb; ++i) {
-    scale_products<R, T>(w + i * kWB, w_stride, a + i * kWB, a_stride, dd);
-    asm volatile("" : : "r"(dd) : "memory");  // read back by broadcast loads (see tile)
+    // dd[r] = d_w(r) * [d_a(t0) .. d_a(t0 + 3)] in both 128-bit halves: vpermilps then broadcasts
+    // each product without a cross-lane shuffle or a multiply per output.
+    const __m256 da = _mm256_broadcast_ps(reinterpret_cast<const __m128*>(act_d4 + 4 * i));
     __m256i u[R];
+    __m256 dd[R];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) u[r] = Q8_0::unsigned_q(w + r * w_stride + i * kWB);
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* wb = w + r * w_stride + i * kWB;
+      u[r] = Q8_0::unsigned_q(wb);
+      dd[r] = _mm256_mul_ps(_mm256_broadcast_ss(w_d + R * i + r), da);
+    }
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      __m256i aq = load32(a + t * a_stride + i * kWB + 2);
-      __m256i b = _mm256_load_si256(bias + t * nb + i);
-      // In registers: as memory operands g++ loads both once per row (the activation's often
-      // across a cache line: 34-byte blocks).
+      __m256i aq = act[t * nb + i].qs;
+      __m256i b = act[t * nb + i].bias;
+      // In registers: as memory operands g++ loads both once per row.
       asm("" : "+x"(aq), "+x"(b));
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const __m256i l = _mm256_dpbusd_epi32(b, u[r], aq);
-        acc[r][t] = _mm256_fmadd_ps(_mm256_broadcast_ss(dd + r * T + t), _mm256_cvtepi32_ps(l), acc[r][t]);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_permute_ps(dd[r], t * 0x55), _mm256_cvtepi32_ps(l), acc[r][t]);
       }
     }
   }
@@ -359,7 +375,7 @@ void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8
     for (int r = 0; r < R; ++r) out[t * out_stride + r] = hsum8(acc[r][t]);
 }
 
-using Q8OffsetTileFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, const __m256i*, float*,
+using Q8OffsetTileFn = void (*)(int64_t, const uint8_t*, size_t, const float*, const Q8OffsetAct*, const float*, float*,
                                 size_t);
 template <int R>
 Q8OffsetTileFn q8_0_offset_pick(int64_t nt) {
@@ -372,24 +388,36 @@ Q8OffsetTileFn q8_0_offset_pick(int64_t nt) {
 }
 
 // All rows x tokens of a Q8_0 batch in the offset form: 2 rows x 4 tokens per tile (acc 8 + 2
-// rows + activation, bias, lanes: within 16 ymm), tails by the smaller tiles.
+// rows and their scales + activation, bias, scale: about the 16 ymm), tails by the smaller tiles.
 inline void q8_0_offset_gemm(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
                              size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
-  auto* bias = static_cast<__m256i*>(detail::thread_scratch(static_cast<size_t>(n_tok * nb) * sizeof(__m256i)));
+  const size_t n_blocks = static_cast<size_t>(n_tok * nb);
+  const size_t n_d = static_cast<size_t>((n_tok + 3) / 4 * 4 * nb);  // a last partial tile's d padded to 4
+  auto* act = static_cast<Q8OffsetAct*>(
+      detail::thread_scratch(n_blocks * sizeof(Q8OffsetAct) + (n_d + 2 * static_cast<size_t>(nb)) * sizeof(float)));
+  // d of token t, block i at act_d[(t / 4) 4 nb + 4 i + t % 4]: each tile's 4 side by side.
+  auto* act_d = reinterpret_cast<float*>(act + n_blocks);
+  float* w_d = act_d + n_d;  // the current row pair's d, block i's at 2 i (one row: i)
   for (int64_t t = 0; t < n_tok; ++t)
     for (int64_t i = 0; i < nb; ++i) {
-      const __m256i aq = load32(a + t * a_stride + i * sizeof(BlockQ8_0) + 2);
-      bias[t * nb + i] =
-          _mm256_sub_epi32(_mm256_setzero_si256(),
-                           _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), aq));
+      const uint8_t* ab = a + t * a_stride + i * sizeof(BlockQ8_0);
+      const __m256i aq = load32(ab + 2);
+      Q8OffsetAct& x = act[t * nb + i];
+      x.bias = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), aq));
+      x.qs = aq;
+      act_d[(t / 4) * 4 * nb + 4 * i + t % 4] = half_to_float(ab);
     }
   for (int64_t r0 = 0; r0 < n_rows;) {
     const int64_t nr = n_rows - r0 >= 2 ? 2 : 1;
+    // The rows' f16 d converted once for all token tiles (vcvtph2ps partly takes the multiply pipes).
+    for (int64_t i = 0; i < nb; ++i)
+      for (int64_t r = 0; r < nr; ++r) w_d[nr * i + r] = half_to_float(w + (r0 + r) * w_stride + i * sizeof(BlockQ8_0));
     for (int64_t t0 = 0; t0 < n_tok; t0 += kToks) {
       const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;
-      (nr == 2 ? q8_0_offset_pick<2>(nt) : q8_0_offset_pick<1>(nt))(nb, w + r0 * w_stride, w_stride, a + t0 * a_stride,
-                                                                    a_stride, bias + t0 * nb,
-                                                                    out + t0 * out_stride + r0, out_stride);
+      (nr == 2 ? q8_0_offset_pick<2>(nt) : q8_0_offset_pick<1>(nt))(nb, w + r0 * w_stride, w_stride, w_d, act + t0 * nb,
+                                                                    act_d + t0 * nb, out + t0 * out_stride + r0,
+                                                                    out_stride);  // t0 % 4 == 0
     }
     r0 += nr;
   }

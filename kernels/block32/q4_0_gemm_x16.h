@@ -17,7 +17,7 @@
 //
 // Without VNNI the 8 maddubs results are summed in int16: each is a pair of products
 // (|n a| <= 15 * 128), 16 products per int16 lane: |sum| <= 30720, exact. With VNNI (AVX512-VNNI,
-// or the AVX-VNNI tier's copy of the AVX2 build) dpbusd adds them to int32 lanes that start at bias.
+// or the AVX-VNNI tier's q4_0_x16_group_dpbusd) dpbusd adds them to int32 lanes that start at bias.
 // Included by block32_gemm_{avx2,avx512,avx512vnni}.cpp; internal linkage per ISA.
 #pragma once
 
@@ -91,14 +91,73 @@ void q4_0_x16_group(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_str
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 #else
-// One group (16 rows) x T tokens as two 8-row halves; acc[h][t] lane j = row 8h + j. The chunk
-// loop is outermost with both halves inside it: each activation broadcast is loaded once per
-// block and, with T <= 2, everything stays in the 16 ymm registers (half-outer spilled the
+// The AVX-VNNI tier's form of the group below, x T <= 4 tokens: vpdpbusd, the multiply pipes'
+// only other work besides the scale mul + fma, runs at 2 a cycle on 2 pipes, so the 4 x 2 int32
+// chains (each 8 deep, fed by both halves' nibbles held for the chunk) leave the float
+// accumulators to L1, one load and store per block each. Two tokens (the AVX2 shape) ran
+// ~7 % slower: the 16 weight ands / shifts per block then share the vector pipes with half as
+// many dot products (docs/BENCHMARKS.md, Kernel notes).
+template <int T>
+void q4_0_x16_group_dpbusd(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, const Q4Act* info,
+                           float* out, size_t out_stride) {
+  const __m256i m15 = _mm256_set1_epi8(15);
+  __m256 acc[2][T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* db = g + i * 288;
+    const uint8_t* qb = db + 32;
+    __m256i p[2][T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) p[0][t] = p[1][t] = _mm256_set1_epi32(info[t * nb + i].bias);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      __m256i lo[2], hi[2];
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + 64 * c + 32 * h));
+        lo[h] = _mm256_and_si256(v, m15);
+        hi[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m15);
+      }
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* aq = a + t * a_stride + i * sizeof(BlockQ8_0) + 2;
+        // Empty (no instruction): the broadcasts are loaded where used, not all at once.
+        __asm__("" : "+r"(aq) : "x"(p[0][t]));
+        const __m256i alo = _mm256_set1_epi32(load_i32(aq + 4 * c));
+        const __m256i ahi = _mm256_set1_epi32(load_i32(aq + 16 + 4 * c));
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          p[h][t] = _mm256_dpbusd_avx_epi32(p[h][t], lo[h], alo);
+          p[h][t] = _mm256_dpbusd_avx_epi32(p[h][t], hi[h], ahi);
+        }
+      }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(db + 16 * h)));
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t)
+        acc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[h][t]), _mm256_mul_ps(dw, _mm256_set1_ps(info[t * nb + i].d)),
+                                    acc[h][t]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+    _mm256_storeu_ps(out + t * out_stride, acc[0][t]);
+    _mm256_storeu_ps(out + t * out_stride + 8, acc[1][t]);
+  }
+}
+
+// One group (16 rows) x T tokens as two 8-row halves (the AVX2 tier); acc[h][t] lane j = row 8h + j.
+// The chunk loop is outermost with both halves inside it: each activation broadcast is loaded once
+// per block and, with T <= 2, everything stays in the 16 ymm registers (half-outer spilled the
 // accumulators and broadcasts to the stack).
 template <bool kVnni, int T>
 void q4_0_x16_group(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_stride, const Q4Act* info, float* out,
                     size_t out_stride) {
   static_assert(T <= 2, "register budget: T <= 2 (kQ4Toks)");
+  static_assert(!kVnni, "the AVX-VNNI tier takes q4_0_x16_group_dpbusd");
   const __m256i m15 = _mm256_set1_epi8(15);
   __m256 acc[2][T];
 #pragma GCC unroll 2
@@ -108,8 +167,7 @@ void q4_0_x16_group(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_str
     const uint8_t* qb = db + 32;
     __m256i p[2][T];
 #pragma GCC unroll 2
-    for (int t = 0; t < T; ++t)
-      p[0][t] = p[1][t] = kVnni ? _mm256_set1_epi32(info[t * nb + i].bias) : _mm256_setzero_si256();
+    for (int t = 0; t < T; ++t) p[0][t] = p[1][t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       __m256i alo[T], ahi[T];
@@ -126,13 +184,8 @@ void q4_0_x16_group(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_str
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m15);
 #pragma GCC unroll 2
         for (int t = 0; t < T; ++t) {
-          if constexpr (kVnni) {
-            p[h][t] = _mm256_dpbusd_epi32(p[h][t], lo, alo[t]);
-            p[h][t] = _mm256_dpbusd_epi32(p[h][t], hi, ahi[t]);
-          } else {
-            p[h][t] = _mm256_add_epi16(p[h][t], _mm256_maddubs_epi16(lo, alo[t]));
-            p[h][t] = _mm256_add_epi16(p[h][t], _mm256_maddubs_epi16(hi, ahi[t]));
-          }
+          p[h][t] = _mm256_add_epi16(p[h][t], _mm256_maddubs_epi16(lo, alo[t]));
+          p[h][t] = _mm256_add_epi16(p[h][t], _mm256_maddubs_epi16(hi, ahi[t]));
           // Keeps the sum a chain: reassociated into a tree, all 16 products were live at once
           // and the accumulators spilled.
           __asm__("" : "+x"(p[h][t]));
@@ -146,8 +199,7 @@ void q4_0_x16_group(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_str
       for (int t = 0; t < T; ++t) {
         const Q4Act& ai = info[t * nb + i];
         const __m256i sum =
-            kVnni ? p[h][t]
-                  : _mm256_add_epi32(_mm256_madd_epi16(p[h][t], _mm256_set1_epi16(1)), _mm256_set1_epi32(ai.bias));
+            _mm256_add_epi32(_mm256_madd_epi16(p[h][t], _mm256_set1_epi16(1)), _mm256_set1_epi32(ai.bias));
         acc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(ai.d)), acc[h][t]);
       }
     }
@@ -162,15 +214,36 @@ void q4_0_x16_group(int64_t nb, const uint8_t* g, const uint8_t* a, size_t a_str
 
 using Q4X16Fn = void (*)(int64_t, const uint8_t*, const uint8_t*, size_t, const Q4Act*, float*, size_t);
 
+#if defined(__AVXVNNI__) && !defined(__AVX512F__)
+// Tokens per call: the AVX-VNNI tier's dpbusd group takes 4.
+template <bool kVnni>
+constexpr int kQ4X16Toks = kVnni ? 4 : kQ4Toks;
+#else
+template <bool kVnni>
+constexpr int kQ4X16Toks = kQ4Toks;
+#endif
+
 template <bool kVnni>
 Q4X16Fn pick_q4_0_x16(int64_t t) {
-  switch (t) {
-    case 1: return q4_0_x16_group<kVnni, 1>;
-    case 2: return q4_0_x16_group<kVnni, 2>;
-#ifdef __AVX512F__
-    case 3: return q4_0_x16_group<kVnni, 3>;
+#if defined(__AVXVNNI__) && !defined(__AVX512F__)
+  if constexpr (kVnni) {
+    switch (t) {
+      case 1: return q4_0_x16_group_dpbusd<1>;
+      case 2: return q4_0_x16_group_dpbusd<2>;
+      case 3: return q4_0_x16_group_dpbusd<3>;
+      default: return q4_0_x16_group_dpbusd<4>;
+    }
+  } else
 #endif
-    default: return q4_0_x16_group<kVnni, kQ4Toks>;
+  {
+    switch (t) {
+      case 1: return q4_0_x16_group<kVnni, 1>;
+      case 2: return q4_0_x16_group<kVnni, 2>;
+#ifdef __AVX512F__
+      case 3: return q4_0_x16_group<kVnni, 3>;
+#endif
+      default: return q4_0_x16_group<kVnni, kQ4Toks>;
+    }
   }
 }
 
@@ -185,8 +258,8 @@ void gemm_q4_0_x16(int64_t k, const void* w, size_t w_stride, int64_t n_rows, co
   const Q4Act* info = q4_act_info(nb, ab, a_stride, n_tok);
   for (int64_t r0 = 0; r0 + kX16Rows <= n_rows; r0 += kX16Rows) {
     const uint8_t* g = wb + static_cast<size_t>(r0) * w_stride;
-    for (int64_t t0 = 0; t0 < n_tok; t0 += kQ4Toks) {
-      const int64_t nt = n_tok - t0 < kQ4Toks ? n_tok - t0 : kQ4Toks;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kQ4X16Toks<kVnni>) {
+      const int64_t nt = n_tok - t0 < kQ4X16Toks<kVnni> ? n_tok - t0 : kQ4X16Toks<kVnni>;
       pick_q4_0_x16<kVnni>(nt)(nb, g, ab + t0 * a_stride, a_stride, info + t0 * nb, out + t0 * out_stride + r0,
                                out_stride);
     }

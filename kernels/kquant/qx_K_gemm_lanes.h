@@ -61,6 +61,7 @@ struct WBlock {
   __m256i sv[8];
   __m256i mins;
   __m256i s16;  // Q6_K: the 16 sub-block scales as int16
+  __m256i sp[4];  // Q6_K, AVX-VNNI tier: chunks 2j / 2j + 1's scales as the two int16 of each dword
   float d;
   float dmin;
 };
@@ -75,6 +76,19 @@ inline void scale_vectors(__m256i s16, WBlock& w) {
     w.sv[c] = _mm256_shuffle_epi8(lo, pick);
     w.sv[c + 4] = _mm256_shuffle_epi8(hi, pick);
   }
+}
+
+// Q6_K's scale pairs for the AVX-VNNI form (block_step): dword lane L of sp[j] = (scale of chunk
+// 2j's lane L, scale of chunk 2j + 1's lane L) as int16, i.e. sub-blocks (4j, 4j + 2) in lanes
+// 0..3 and (4j + 1, 4j + 3) in lanes 4..7.
+template <int J>
+inline __m256i q6_scale_pairs(__m256i s16) {
+  const __m256i src = J < 2 ? _mm256_permute4x64_epi64(s16, 0x44) : _mm256_permute4x64_epi64(s16, 0xEE);
+  constexpr char w = static_cast<char>(2 * ((4 * J) % 8));  // byte offset of word 4j within src's lanes
+  const __m256i pick = _mm256_setr_epi8(w, w + 1, w + 4, w + 5, w, w + 1, w + 4, w + 5, w, w + 1, w + 4, w + 5, w, w + 1,
+                                        w + 4, w + 5, w + 2, w + 3, w + 6, w + 7, w + 2, w + 3, w + 6, w + 7, w + 2,
+                                        w + 3, w + 6, w + 7, w + 2, w + 3, w + 6, w + 7);
+  return _mm256_shuffle_epi8(src, pick);
 }
 
 struct Q6 {
@@ -100,7 +114,14 @@ struct Q6 {
   static void load(const uint8_t* x, WBlock& w) {
     quants(x, w.q);
     w.s16 = _mm256_cvtepi8_epi16(load16(x + offsetof(BlockQ6K, scales)));
-    scale_vectors(w.s16, w);
+    if constexpr (dot256::kVnni) {
+      w.sp[0] = q6_scale_pairs<0>(w.s16);
+      w.sp[1] = q6_scale_pairs<1>(w.s16);
+      w.sp[2] = q6_scale_pairs<2>(w.s16);
+      w.sp[3] = q6_scale_pairs<3>(w.s16);
+    } else {
+      scale_vectors(w.s16, w);
+    }
     w.d = half_at(x + offsetof(BlockQ6K, d));
   }
 };
@@ -176,6 +197,21 @@ template <class Fmt>
 inline __m256 block_step(const WBlock& w, const uint8_t* ab, const __m256i* off, __m256 acc) {
   const uint8_t* aq = ab + offsetof(BlockQ8K, qs);
   __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+  if constexpr (dot256::kVnni && std::is_same_v<Fmt, Q6>) {
+    // Q6_K in the AVX-VNNI tier: lane L of vpdpbusd(q, a) is chunk c's 4 products at 4L..4L+3
+    // exactly (|sum| <= 4 * 63 * 128 < 2^15), so two chunks' lanes fit the two int16 halves of
+    // each dword and one vpdpwssd applies both scales: 2 vpdpbusd + 1 vpdpwssd per 64 products on
+    // the multiply pipes, where vpmaddubsw + vpdpwssd take 4. The same int32 lanes.
+    const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m256i l0 = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w.q[2 * j], load32(aq + 64 * j));
+      const __m256i l1 = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w.q[2 * j + 1], load32(aq + 64 * j + 32));
+      const __m256i x = _mm256_or_si256(_mm256_and_si256(l0, low16), _mm256_slli_epi32(l1, 16));
+      if (j % 2 == 0) s0 = _mm256_dpwssd_avx_epi32(s0, x, w.sp[j]);
+      else s1 = _mm256_dpwssd_avx_epi32(s1, x, w.sp[j]);
+    }
+  } else {
 #pragma GCC unroll 8
   for (int c = 0; c < 8; ++c) {
     __m256i p = _mm256_maddubs_epi16(w.q[c], load32(aq + 32 * c));
@@ -183,6 +219,7 @@ inline __m256 block_step(const WBlock& w, const uint8_t* ab, const __m256i* off,
     // vpmaddwd by the scales and the add: one vpdpwssd in the AVX-VNNI tier (simd256_tier.h).
     if (c % 2 == 0) s0 = dot256::dpwssd(s0, p, w.sv[c]);
     else s1 = dot256::dpwssd(s1, p, w.sv[c]);
+  }
   }
   __m256i lanes = _mm256_add_epi32(s0, s1);
   if constexpr (Fmt::kBsumOffset) {
