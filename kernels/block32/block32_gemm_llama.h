@@ -403,8 +403,9 @@ inline void q8_0_offset_gemm(int64_t nb, const uint8_t* w, size_t w_stride, int6
       const uint8_t* ab = a + t * a_stride + i * sizeof(BlockQ8_0);
       const __m256i aq = load32(ab + 2);
       Q8OffsetAct& x = act[t * nb + i];
-      x.bias = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), aq));
+      x.bias =
+          _mm256_sub_epi32(_mm256_setzero_si256(),
+                           _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), aq));
       x.qs = aq;
       act_d[(t / 4) * 4 * nb + 4 * i + t % 4] = half_to_float(ab);
     }

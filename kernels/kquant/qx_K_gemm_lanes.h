@@ -60,7 +60,7 @@ struct WBlock {
   __m256i q[8];
   __m256i sv[8];
   __m256i mins;
-  __m256i s16;  // Q6_K: the 16 sub-block scales as int16
+  __m256i s16;    // Q6_K: the 16 sub-block scales as int16
   __m256i sp[4];  // Q6_K, AVX-VNNI tier: chunks 2j / 2j + 1's scales as the two int16 of each dword
   float d;
   float dmin;
@@ -85,9 +85,9 @@ template <int J>
 inline __m256i q6_scale_pairs(__m256i s16) {
   const __m256i src = J < 2 ? _mm256_permute4x64_epi64(s16, 0x44) : _mm256_permute4x64_epi64(s16, 0xEE);
   constexpr char w = static_cast<char>(2 * ((4 * J) % 8));  // byte offset of word 4j within src's lanes
-  const __m256i pick = _mm256_setr_epi8(w, w + 1, w + 4, w + 5, w, w + 1, w + 4, w + 5, w, w + 1, w + 4, w + 5, w, w + 1,
-                                        w + 4, w + 5, w + 2, w + 3, w + 6, w + 7, w + 2, w + 3, w + 6, w + 7, w + 2,
-                                        w + 3, w + 6, w + 7, w + 2, w + 3, w + 6, w + 7);
+  const __m256i pick = _mm256_setr_epi8(w, w + 1, w + 4, w + 5, w, w + 1, w + 4, w + 5, w, w + 1, w + 4, w + 5, w,
+                                        w + 1, w + 4, w + 5, w + 2, w + 3, w + 6, w + 7, w + 2, w + 3, w + 6, w + 7,
+                                        w + 2, w + 3, w + 6, w + 7, w + 2, w + 3, w + 6, w + 7);
   return _mm256_shuffle_epi8(src, pick);
 }
 
@@ -213,13 +213,13 @@ inline __m256 block_step(const WBlock& w, const uint8_t* ab, const __m256i* off,
     }
   } else {
 #pragma GCC unroll 8
-  for (int c = 0; c < 8; ++c) {
-    __m256i p = _mm256_maddubs_epi16(w.q[c], load32(aq + 32 * c));
-    if constexpr (Fmt::kOffset != 0) p = _mm256_sub_epi16(p, _mm256_load_si256(off + c));
-    // vpmaddwd by the scales and the add: one vpdpwssd in the AVX-VNNI tier (simd256_tier.h).
-    if (c % 2 == 0) s0 = dot256::dpwssd(s0, p, w.sv[c]);
-    else s1 = dot256::dpwssd(s1, p, w.sv[c]);
-  }
+    for (int c = 0; c < 8; ++c) {
+      __m256i p = _mm256_maddubs_epi16(w.q[c], load32(aq + 32 * c));
+      if constexpr (Fmt::kOffset != 0) p = _mm256_sub_epi16(p, _mm256_load_si256(off + c));
+      // vpmaddwd by the scales and the add: one vpdpwssd in the AVX-VNNI tier (simd256_tier.h).
+      if (c % 2 == 0) s0 = dot256::dpwssd(s0, p, w.sv[c]);
+      else s1 = dot256::dpwssd(s1, p, w.sv[c]);
+    }
   }
   __m256i lanes = _mm256_add_epi32(s0, s1);
   if constexpr (Fmt::kBsumOffset) {
