@@ -333,6 +333,17 @@ struct Q8OffsetAct {
   __m256i qs;    // the 32 quants
 };
 
+// Element t of each 128-bit half, everywhere. vpermilps takes an immediate, which only a literal
+// guarantees (an -O0 build does not fold t * 0x55), hence the switch; optimized builds fold it.
+inline __m256 lane_broadcast(__m256 v, int t) {
+  switch (t) {
+    case 0: return _mm256_permute_ps(v, 0x00);
+    case 1: return _mm256_permute_ps(v, 0x55);
+    case 2: return _mm256_permute_ps(v, 0xAA);
+    default: return _mm256_permute_ps(v, 0xFF);
+  }
+}
+
 // act_d4: the d of tokens t0..t0+3 of block i at act_d4[4 i + t] (a tile's 4 tokens side by side).
 template <int R, int T>
 void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const float* w_d, const Q8OffsetAct* act,
@@ -365,7 +376,7 @@ void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const float
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const __m256i l = _mm256_dpbusd_epi32(b, u[r], aq);
-        acc[r][t] = _mm256_fmadd_ps(_mm256_permute_ps(dd[r], t * 0x55), _mm256_cvtepi32_ps(l), acc[r][t]);
+        acc[r][t] = _mm256_fmadd_ps(lane_broadcast(dd[r], t), _mm256_cvtepi32_ps(l), acc[r][t]);
       }
     }
   }
