@@ -25,6 +25,7 @@
 
 #include "kernels/block32/blocks.h"
 #include "kernels/block32/q4_0_gemm.h"
+#include "kernels/block32/q8_0_gemm_batch.h"
 #include "kernels/block32/block32_gemm_simd.h"
 #include "kernels/core/scratch.h"
 #ifdef __AVX512F__
@@ -92,15 +93,16 @@ struct Act {
 // as the scalar reference (scale_products for batches, two broadcasts for one token).
 // The int32 lanes are exact: Σ u a - kOffset Σ a (bias, once per token and block, folded into
 // dpbusd's accumulator with VNNI) or, in the sign form, Σ |q| sign(a, q). Q8_0 uses the sign
-// form for decode and without VNNI, the offset form for VNNI batches (AVX-VNNI: q8_0_offset_gemm); both are exact for
-// activation quants in -127..127, which is all quantize_q8_0 produces (sign(-128) wraps).
+// form for decode, the offset form for AVX-512 VNNI batches (batches on 16 ymm registers:
+// block32/q8_0_gemm_batch.h); both are exact for activation quants in -127..127, which is all
+// quantize_q8_0 produces (sign(-128) wraps).
 // No software prefetch: the hardware prefetchers follow the R row streams, and a T0 prefetch ahead
 // measured slower (docs/BENCHMARKS.md, Kernel notes).
 // The R * T products d_w * d_a of block i (dd[r * T + t]; R + T <= 8): the T + R f16 scales
 // gathered by integer loads into one vector, converted by one vcvtph2ps, multiplied pairwise after
 // two vpermps; the same float products as one scalar multiply each. Per block this costs ~5 vector
 // instructions instead of 2 (R + T) conversions and R * T broadcasts and multiplies, which took
-// ~40 % of the AVX2 Q8_0 prefill tile's vector instructions (the fma then takes a broadcast load).
+// ~40 % of the old AVX2 Q8_0 prefill tile's vector instructions (the fma then takes a broadcast load).
 template <int R, int T>
 inline void scale_products(const uint8_t* w_d, size_t w_stride, const uint8_t* a_d, size_t a_stride, float* dd) {
   static_assert(R + T <= 8);
@@ -144,7 +146,7 @@ void tile(int64_t nb, const uint8_t* w, size_t w_stride, const uint8_t* a, size_
   using A = Act<F::kMin>;
   constexpr size_t kWB = sizeof(typename F::Block);
   // The offset form's per-token bias vectors do not fit the 16 ymm registers of a 2 x 4 tile (it
-  // spilled): AVX-VNNI batches take q8_0_offset_gemm (bias from scratch), decode the sign form here.
+  // spilled): there Q8_0 batches take q8_0_batch_gemm (bias from scratch), decode the sign form here.
   constexpr bool kSign = F::kOffset == 128 && (!kVnni || T == 1 || !kWideRegs);
   constexpr bool kBias = F::kOffset != 0 && !kSign;
   __m256 acc[R][T];
@@ -315,125 +317,9 @@ int64_t decode_row_pairs(int64_t nb, const uint8_t* w, size_t w_stride, int64_t 
   return 2 * half;
 }
 
-// Q8_0 batches in the AVX-VNNI tier (16 ymm registers): the offset form, with each token's
-// blocks prepared once per call into scratch (Q8OffsetAct) instead of per tile. l = dpbusd(bias,
-// q + 128, a) with bias = -128 Σ a per lane is Σ q a exactly (the sign form's lanes), so the bits
-// are the tile's. Per (row, token, block) one vpdpbusd + vcvtdq2ps + vpermilps + fma, and a
-// vmulps per row and block: d_w times the tile's 4 d_a in both 128-bit halves, each product
-// then broadcast in-lane (the same float products as scale_products', whose stored vector read
-// back by broadcast loads measured ~25 % slower here: docs/BENCHMARKS.md, Kernel notes); the
-// activations 32-byte aligned, beside their bias; the row pair's d converted to float once for
-// all its token tiles (vcvtph2ps per block cost ~12 %).
+// Q8_0 batches on 16 ymm registers take their own tile (block32/q8_0_gemm_batch.h).
 template <class F, bool kVnni>
-inline constexpr bool kQ8OffsetScratch = kVnni && !kWideRegs && std::is_same_v<F, Q8_0>;
-
-// One activation block of a Q8_0 batch in the offset form.
-struct Q8OffsetAct {
-  __m256i bias;  // -128 Σ a over each lane's 4 quants
-  __m256i qs;    // the 32 quants
-};
-
-// Element t of each 128-bit half, everywhere. vpermilps takes an immediate, which only a literal
-// guarantees (an -O0 build does not fold t * 0x55), hence the switch; optimized builds fold it.
-inline __m256 lane_broadcast(__m256 v, int t) {
-  switch (t) {
-    case 0: return _mm256_permute_ps(v, 0x00);
-    case 1: return _mm256_permute_ps(v, 0x55);
-    case 2: return _mm256_permute_ps(v, 0xAA);
-    default: return _mm256_permute_ps(v, 0xFF);
-  }
-}
-
-// act_d4: the d of tokens t0..t0+3 of block i at act_d4[4 i + t] (a tile's 4 tokens side by side).
-template <int R, int T>
-void q8_0_offset_tile(int64_t nb, const uint8_t* w, size_t w_stride, const float* w_d, const Q8OffsetAct* act,
-                      const float* act_d4, float* out, size_t out_stride) {
-  static_assert(T <= 4);
-  constexpr size_t kWB = sizeof(BlockQ8_0);
-  __m256 acc[R][T];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < nb; ++i) {
-    // dd[r] = d_w(r) * [d_a(t0) .. d_a(t0 + 3)] in both 128-bit halves: vpermilps then broadcasts
-    // each product without a cross-lane shuffle or a multiply per output.
-    const __m256 da = _mm256_broadcast_ps(reinterpret_cast<const __m128*>(act_d4 + 4 * i));
-    __m256i u[R];
-    __m256 dd[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* wb = w + r * w_stride + i * kWB;
-      u[r] = Q8_0::unsigned_q(wb);
-      dd[r] = _mm256_mul_ps(_mm256_broadcast_ss(w_d + R * i + r), da);
-    }
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      __m256i aq = act[t * nb + i].qs;
-      __m256i b = act[t * nb + i].bias;
-      // In registers: as memory operands g++ loads both once per row.
-      asm("" : "+x"(aq), "+x"(b));
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m256i l = _mm256_dpbusd_epi32(b, u[r], aq);
-        acc[r][t] = _mm256_fmadd_ps(lane_broadcast(dd[r], t), _mm256_cvtepi32_ps(l), acc[r][t]);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int t = 0; t < T; ++t)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) out[t * out_stride + r] = hsum8(acc[r][t]);
-}
-
-using Q8OffsetTileFn = void (*)(int64_t, const uint8_t*, size_t, const float*, const Q8OffsetAct*, const float*, float*,
-                                size_t);
-template <int R>
-Q8OffsetTileFn q8_0_offset_pick(int64_t nt) {
-  switch (nt) {
-    case 1: return q8_0_offset_tile<R, 1>;
-    case 2: return q8_0_offset_tile<R, 2>;
-    case 3: return q8_0_offset_tile<R, 3>;
-    default: return q8_0_offset_tile<R, 4>;
-  }
-}
-
-// All rows x tokens of a Q8_0 batch in the offset form: 2 rows x 4 tokens per tile (acc 8 + 2
-// rows and their scales + activation, bias, scale: about the 16 ymm), tails by the smaller tiles.
-inline void q8_0_offset_gemm(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
-                             size_t a_stride, int64_t n_tok, float* out, size_t out_stride) {
-  const size_t n_blocks = static_cast<size_t>(n_tok * nb);
-  const size_t n_d = static_cast<size_t>((n_tok + 3) / 4 * 4 * nb);  // a last partial tile's d padded to 4
-  auto* act = static_cast<Q8OffsetAct*>(
-      detail::thread_scratch(n_blocks * sizeof(Q8OffsetAct) + (n_d + 2 * static_cast<size_t>(nb)) * sizeof(float)));
-  // d of token t, block i at act_d[(t / 4) 4 nb + 4 i + t % 4]: each tile's 4 side by side.
-  auto* act_d = reinterpret_cast<float*>(act + n_blocks);
-  float* w_d = act_d + n_d;  // the current row pair's d, block i's at 2 i (one row: i)
-  for (int64_t t = 0; t < n_tok; ++t)
-    for (int64_t i = 0; i < nb; ++i) {
-      const uint8_t* ab = a + t * a_stride + i * sizeof(BlockQ8_0);
-      const __m256i aq = load32(ab + 2);
-      Q8OffsetAct& x = act[t * nb + i];
-      x.bias =
-          _mm256_sub_epi32(_mm256_setzero_si256(),
-                           _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), aq));
-      x.qs = aq;
-      act_d[(t / 4) * 4 * nb + 4 * i + t % 4] = half_to_float(ab);
-    }
-  for (int64_t r0 = 0; r0 < n_rows;) {
-    const int64_t nr = n_rows - r0 >= 2 ? 2 : 1;
-    // The rows' f16 d converted once for all token tiles (vcvtph2ps partly takes the multiply pipes).
-    for (int64_t i = 0; i < nb; ++i)
-      for (int64_t r = 0; r < nr; ++r) w_d[nr * i + r] = half_to_float(w + (r0 + r) * w_stride + i * sizeof(BlockQ8_0));
-    for (int64_t t0 = 0; t0 < n_tok; t0 += kToks) {
-      const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;
-      (nr == 2 ? q8_0_offset_pick<2>(nt) : q8_0_offset_pick<1>(nt))(nb, w + r0 * w_stride, w_stride, w_d, act + t0 * nb,
-                                                                    act_d + t0 * nb, out + t0 * out_stride + r0,
-                                                                    out_stride);  // t0 % 4 == 0
-    }
-    r0 += nr;
-  }
-}
+inline constexpr bool kQ8Batch = !kWideRegs && std::is_same_v<F, Q8_0>;
 
 template <class F, bool kVnni>
 void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride, int64_t n_tok,
@@ -446,8 +332,8 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
     r0 = q4_0_gemm_groups<kVnni>(nb, wb, w_stride, n_rows, ab, a_stride, n_tok, out, out_stride);
   else if (n_tok == 1)  // decode: rows in far-apart pairs, an odd last row below
     r0 = decode_row_pairs<F, kVnni>(nb, wb, w_stride, n_rows, ab, a_stride, out);
-  if constexpr (kQ8OffsetScratch<F, kVnni>) {
-    if (n_tok > 1) return q8_0_offset_gemm(nb, wb, w_stride, n_rows, ab, a_stride, n_tok, out, out_stride);
+  if constexpr (kQ8Batch<F, kVnni>) {
+    if (n_tok > 1) return q8_0_batch_gemm<kVnni>(nb, wb, w_stride, n_rows, ab, a_stride, n_tok, out, out_stride);
   }
   const int64_t row_step = n_tok == 1 ? kDecodeRows : kRows;
   int64_t n_pairs = 0;  // tokens [0, 2 n_pairs) by the zmm pair tiles (AVX-512 + VNNI)
