@@ -35,6 +35,11 @@ struct Q8OffsetAct {
   __m256i qs;    // the 32 quants
 };
 
+// One activation block of a Q8_0 batch in the sign form.
+struct Q8SignAct {
+  __m256i qs;
+};
+
 // Element t of each 128-bit half, everywhere. vpermilps takes an immediate, which only a literal
 // guarantees (an -O0 build does not fold t * 0x55), hence the switch; optimized builds fold it.
 inline __m256 lane_broadcast(__m256 v, int t) {
@@ -45,11 +50,6 @@ inline __m256 lane_broadcast(__m256 v, int t) {
     default: return _mm256_permute_ps(v, 0xFF);
   }
 }
-
-// One activation block of a Q8_0 batch in the sign form.
-struct Q8SignAct {
-  __m256i qs;
-};
 
 // A tile's activation block: the offset form's quants beside their bias, or (sign form) the
 // quants alone; both prepared once per call into aligned scratch, token t's block i at [t nb + i].
@@ -139,14 +139,11 @@ void q8_0_batch_gemm(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_ro
     for (int64_t i = 0; i < nb; ++i) {
       const uint8_t* ab = a + t * a_stride + i * sizeof(BlockQ8_0);
       const __m256i aq = load32(ab + 2);
-      if constexpr (kOffset) {
+      act[t * nb + i].qs = aq;
+      if constexpr (kOffset)
         act[t * nb + i].bias = _mm256_sub_epi32(
             _mm256_setzero_si256(),
             _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), aq));
-        act[t * nb + i].qs = aq;
-      } else {
-        act[t * nb + i].qs = aq;
-      }
       act_d[(t / kT) * kT * nb + kT * i + t % kT] = half_to_float(ab);
     }
   for (int64_t r0 = 0; r0 < n_rows;) {
