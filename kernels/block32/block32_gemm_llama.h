@@ -318,7 +318,7 @@ int64_t decode_row_pairs(int64_t nb, const uint8_t* w, size_t w_stride, int64_t 
 }
 
 // Q8_0 batches on 16 ymm registers take their own tile (block32/q8_0_gemm_batch.h).
-template <class F, bool kVnni>
+template <class F>
 inline constexpr bool kQ8Batch = !kWideRegs && std::is_same_v<F, Q8_0>;
 
 template <class F, bool kVnni>
@@ -332,7 +332,7 @@ void gemm(int64_t k, const void* w, size_t w_stride, int64_t n_rows, const void*
     r0 = q4_0_gemm_groups<kVnni>(nb, wb, w_stride, n_rows, ab, a_stride, n_tok, out, out_stride);
   else if (n_tok == 1)  // decode: rows in far-apart pairs, an odd last row below
     r0 = decode_row_pairs<F, kVnni>(nb, wb, w_stride, n_rows, ab, a_stride, out);
-  if constexpr (kQ8Batch<F, kVnni>) {
+  if constexpr (kQ8Batch<F>) {
     if (n_tok > 1) return q8_0_batch_gemm<kVnni>(nb, wb, w_stride, n_rows, ab, a_stride, n_tok, out, out_stride);
   }
   const int64_t row_step = n_tok == 1 ? kDecodeRows : kRows;

@@ -5,9 +5,9 @@
 // both 128-bit halves, and vpermilps then broadcasts each product in-lane (the same float
 // products as scale_products'; its stored vector read back by broadcast loads measured ~25 %
 // slower); both rows' f16 d are converted once for all token tiles and the tokens' d once per
-// call (vcvtph2ps per block cost ~12 %). The int32 lanes, per (row, token, block):
+// matmul (vcvtph2ps per block cost ~12 %). The int32 lanes, per (row, token, block):
 // - AVX-VNNI, the offset form: one vpdpbusd(bias, q + 128, a) with bias = -128 Σ a per lane,
-//   prepared once per call in scratch beside the activation's quants;
+//   prepared once per matmul beside the activation's quants;
 // - AVX2, the sign form: vpmaddubsw(|q|, sign(a, q)) + vpmaddwd (maddubs cannot take q + 128: its
 //   int16 pair sums would saturate).
 // Both are Σ q a exactly for activation quants in -127..127 (all quantize_q8_0 produces).
@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/block32/block32_gemm_simd.h"
 #include "kernels/block32/blocks.h"
@@ -52,7 +53,7 @@ inline __m256 lane_broadcast(__m256 v, int t) {
 }
 
 // A tile's activation block: the offset form's quants beside their bias, or (sign form) the
-// quants alone; both prepared once per call into aligned scratch, token t's block i at [t nb + i].
+// quants alone; both prepared once per matmul (Q8BatchPreparer), token t's block i at [t nb + i].
 // Tiles take them by a typed pointer: a struct of pointers by value ran 4-5 % slower.
 template <bool kOffset>
 using Q8BatchAct = std::conditional_t<kOffset, Q8OffsetAct, Q8SignAct>;
@@ -121,31 +122,52 @@ Q8BatchTileFn<kOffset> q8_0_batch_pick(int64_t nt) {
   }
 }
 
+// A batch's activations in the tiles' layout, prepared once per matmul and thread
+// (detail::PreparedActivations): the driver calls the gemm once per row chunk, and once per
+// weight of a q/k/v or gate/up group, with the same activations.
+template <bool kOffset>
+class Q8BatchPreparer {
+ public:
+  // act: token t's block i at [t nb + i]; act_d: the d of token t, block i at
+  // [(t / 4) 4 nb + 4 i + t % 4] (each tile's 4 side by side; a last partial tile's padded).
+  void prepare(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb) {
+    if (prepared_.same_as_last(a, a_stride, n_tok, nb)) return;
+    constexpr int64_t kT = kQ8BatchToks;
+    act_.resize(static_cast<size_t>(n_tok * nb));
+    act_d_.resize(static_cast<size_t>((n_tok + kT - 1) / kT * kT * nb));
+    for (int64_t t = 0; t < n_tok; ++t)
+      for (int64_t i = 0; i < nb; ++i) {
+        const uint8_t* ab = a + t * a_stride + i * sizeof(BlockQ8_0);
+        const __m256i aq = load32(ab + 2);
+        act_[t * nb + i].qs = aq;
+        if constexpr (kOffset)
+          act_[t * nb + i].bias = _mm256_sub_epi32(
+              _mm256_setzero_si256(),
+              _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), aq));
+        act_d_[(t / kT) * kT * nb + kT * i + t % kT] = half_to_float(ab);
+      }
+  }
+  const Q8BatchAct<kOffset>* act() const { return act_.data(); }
+  const float* act_d() const { return act_d_.data(); }
+
+ private:
+  detail::PreparedActivations prepared_;
+  std::vector<Q8BatchAct<kOffset>> act_;  // 32-byte aligned: the type's alignment
+  std::vector<float> act_d_;
+};
+
 // All rows x tokens of a Q8_0 batch (nb blocks a row); tails by the smaller tiles. kOffset: the
 // AVX-VNNI form (only built where dpbusd on ymm exists).
 template <bool kOffset>
 void q8_0_batch_gemm(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a, size_t a_stride,
                      int64_t n_tok, float* out, size_t out_stride) {
   constexpr int64_t kT = kQ8BatchToks;
-  using Act = Q8BatchAct<kOffset>;
-  const size_t n_act = static_cast<size_t>(n_tok * nb);
-  const size_t n_d = static_cast<size_t>((n_tok + kT - 1) / kT * kT * nb);  // a last partial tile's d padded
-  auto* act = static_cast<Act*>(
-      detail::thread_scratch(n_act * sizeof(Act) + (n_d + 2 * static_cast<size_t>(nb)) * sizeof(float)));
-  // d of token t, block i at act_d[(t / 4) 4 nb + 4 i + t % 4]: each tile's 4 side by side.
-  auto* act_d = reinterpret_cast<float*>(act + n_act);
-  float* w_d = act_d + n_d;  // the current row pair's d
-  for (int64_t t = 0; t < n_tok; ++t)
-    for (int64_t i = 0; i < nb; ++i) {
-      const uint8_t* ab = a + t * a_stride + i * sizeof(BlockQ8_0);
-      const __m256i aq = load32(ab + 2);
-      act[t * nb + i].qs = aq;
-      if constexpr (kOffset)
-        act[t * nb + i].bias = _mm256_sub_epi32(
-            _mm256_setzero_si256(),
-            _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), aq));
-      act_d[(t / kT) * kT * nb + kT * i + t % kT] = half_to_float(ab);
-    }
+  thread_local Q8BatchPreparer<kOffset> preparer;
+  preparer.prepare(a, a_stride, n_tok, nb);
+  const Q8BatchAct<kOffset>* act = preparer.act();
+  const float* act_d = preparer.act_d();
+  auto* w_d =
+      static_cast<float*>(detail::thread_scratch(2 * static_cast<size_t>(nb) * sizeof(float)));  // a row pair's d
   for (int64_t r0 = 0; r0 < n_rows;) {
     const int64_t nr = n_rows - r0 >= 2 ? 2 : 1;
     for (int64_t i = 0; i < nb; ++i)
